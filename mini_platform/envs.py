@@ -1,0 +1,46 @@
+"""Environment variables read by mini_platform, in one place.
+
+| variable | meaning |
+| --- | --- |
+| ``MINI_PLATFORM`` | select exactly one platform plugin (out-of-tree or built-in) by name; no other plugin module is imported (SGLang's rule) |
+| ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform (vLLM's ``VLLM_TARGET_DEVICE``) |
+| ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
+| ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
+"""
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+SELECT = "MINI_PLATFORM"
+TARGET_DEVICE = "MINI_PLATFORM_TARGET_DEVICE"
+PLUGINS = "MINI_PLATFORM_PLUGINS"
+KERNEL_BACKEND = "MINI_PLATFORM_KERNEL_BACKEND"
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def selected_platform(env: Mapping[str, str] | None = None) -> str | None:
+    """The plugin name chosen with ``MINI_PLATFORM``, or None when unset or blank."""
+    value = _env(env).get(SELECT, "").strip()
+    return value or None
+
+
+def target_device(env: Mapping[str, str] | None = None) -> str | None:
+    value = _env(env).get(TARGET_DEVICE, "").strip().lower()
+    return value or None
+
+
+def plugin_allow_list(env: Mapping[str, str] | None = None) -> frozenset[str] | None:
+    """Names allowed by ``MINI_PLATFORM_PLUGINS``; None when the variable is absent (allow all)."""
+    raw = _env(env).get(PLUGINS)
+    if raw is None:
+        return None
+    return frozenset(item.strip() for item in raw.split(",") if item.strip())
+
+
+def kernel_backend(env: Mapping[str, str] | None = None) -> str | None:
+    value = _env(env).get(KERNEL_BACKEND, "").strip().lower()
+    return value or None

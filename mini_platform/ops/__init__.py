@@ -1,0 +1,160 @@
+"""One interface per kernel, dispatched to the backend the current platform names.
+
+Backends are packages with one module per kernel family; this module knows where each kernel
+lives and imports the backend module on first use:
+
+| backend | package | runs on |
+| --- | --- | --- |
+| ``cpu`` | ``mini_platform.ops.cpu`` | anywhere; plain torch; the specification every other backend is tested against |
+| ``triton`` | ``mini_platform.ops.triton`` | NVIDIA GPUs (on CPU only under ``TRITON_INTERPRET=1``) |
+| ``npu`` | ``mini_platform.ascend.ops`` | Ascend NPUs, through torch_npu as vllm-ascend calls it |
+
+The backend is, in order: the ``backend=`` argument, the innermost :func:`use_backend` block, the
+``MINI_PLATFORM_KERNEL_BACKEND`` variable, ``current_platform.kernel_backend``. A backend that lacks
+a kernel raises :class:`KernelUnavailableError`; there is never a silent fallback to another backend.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from typing import Any, Callable, Iterator
+
+from .. import envs
+
+BACKEND_PACKAGES = {
+    "cpu": "mini_platform.ops.cpu",
+    "triton": "mini_platform.ops.triton",
+    "npu": "mini_platform.ascend.ops",
+}
+
+# kernel name -> module (inside each backend package) that defines a function of the same name.
+KERNEL_MODULES = {
+    "rms_norm": "layernorm",
+    "fused_add_rms_norm": "layernorm",
+    "rotary_embedding": "rotary",
+    "silu_and_mul": "activation",
+    "reshape_and_cache": "attention",
+    "paged_decode_attention": "attention",
+    "paged_attention": "attention",
+}
+
+
+class KernelUnavailableError(NotImplementedError):
+    """The chosen backend does not implement this kernel."""
+
+    def __init__(self, kernel: str, backend: str, reason: str = "") -> None:
+        self.kernel, self.backend = kernel, backend
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"kernel {kernel!r} is not available in the {backend!r} backend{detail}")
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[None]:
+    """Run the kernels called inside the block on backend ``name`` (per thread, nestable)."""
+    _check_backend(name)
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(name)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _check_backend(name: str) -> None:
+    if name not in BACKEND_PACKAGES:
+        raise ValueError(f"unknown kernel backend {name!r}; choose one of {sorted(BACKEND_PACKAGES)}")
+
+
+def current_backend(backend: str | None = None) -> str:
+    """The backend a kernel call would use now (see the module docstring for the order)."""
+    stack = getattr(_local, "stack", None)
+    name = backend or (stack[-1] if stack else None) or envs.kernel_backend()
+    if name is None:
+        from ..platforms import current_platform
+        name = current_platform.kernel_backend
+    _check_backend(name)
+    return name
+
+
+def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
+    """The implementation of ``kernel`` in ``backend`` (or the current backend)."""
+    if kernel not in KERNEL_MODULES:
+        raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNEL_MODULES)}")
+    name = current_backend(backend)
+    module_name = f"{BACKEND_PACKAGES[name]}.{KERNEL_MODULES[kernel]}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise  # the module exists but a dependency of it is missing: say so, do not hide it
+        raise KernelUnavailableError(kernel, name, f"no module {module_name}") from None
+    impl = getattr(module, kernel, None)
+    if impl is None:
+        raise KernelUnavailableError(kernel, name, f"{module_name} does not define it")
+    return impl
+
+
+# -- the public kernels --------------------------------------------------------------------------
+# Shapes use T = tokens, H = hidden size, nh / nkv = query / key-value heads, hd = head dim,
+# B = sequences, nb = blocks, bs = block size.
+
+def rms_norm(x, weight, eps: float, *, backend: str | None = None):
+    """``x * rsqrt(mean(x**2, -1) + eps) * weight``; x ``[..., H]``, weight ``[H]``; computed in fp32, returned in x's dtype."""
+    return get_kernel("rms_norm", backend)(x, weight, eps)
+
+
+def fused_add_rms_norm(x, residual, weight, eps: float, *, backend: str | None = None):
+    """``residual = x + residual``; returns ``(rms_norm(residual), residual)`` (the new residual is the sum)."""
+    return get_kernel("fused_add_rms_norm", backend)(x, residual, weight, eps)
+
+
+def rotary_embedding(positions, query, key, head_size: int, cos_sin_cache, is_neox_style: bool, *,
+                     backend: str | None = None):
+    """Rotate ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` by position; returns new ``(query, key)``.
+
+    ``cos_sin_cache`` is ``[max_position, rot_dim]``: cos in the first half, sin in the second.
+    Neox style rotates the halves of each head (``x[:d/2]``, ``x[d/2:]``); the interleaved style rotates
+    pairs ``(x[0], x[1]), (x[2], x[3]), ...``. Only the first ``rot_dim`` dims of each head rotate.
+    The inputs are not modified.
+    """
+    return get_kernel("rotary_embedding", backend)(positions, query, key, head_size, cos_sin_cache, is_neox_style)
+
+
+def silu_and_mul(x, *, backend: str | None = None):
+    """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]`` (the first half is the gate)."""
+    return get_kernel("silu_and_mul", backend)(x)
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, *, backend: str | None = None) -> None:
+    """Write ``key``/``value`` ``[T, nkv, hd]`` into the caches ``[nb, bs, nkv, hd]`` at ``slot_mapping``.
+
+    ``slot = block * bs + offset`` (int32); slots ``< 0`` are padding and are skipped. In place.
+    """
+    return get_kernel("reshape_and_cache", backend)(key, value, key_cache, value_cache, slot_mapping)
+
+
+def paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale: float, *,
+                           backend: str | None = None):
+    """One query token per sequence: ``query`` ``[B, nh, hd]`` attends to the first ``seq_lens[b]``
+    cached tokens of its block table row (``block_tables`` int32 ``[B, max_blocks]``, ``seq_lens`` int32
+    ``[B]``, including the current token). Grouped-query heads: head ``h`` reads kv head ``h // (nh // nkv)``.
+    Returns ``[B, nh, hd]``.
+    """
+    return get_kernel("paged_decode_attention", backend)(query, key_cache, value_cache, block_tables, seq_lens, scale)
+
+
+def paged_attention(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale: float, *,
+                    backend: str | None = None):
+    """Causal attention for a packed batch of any mix of prefills, chunks and decodes.
+
+    ``query`` is ``[T, nh, hd]`` with request ``b`` at rows ``query_start_loc[b]:query_start_loc[b+1]``
+    (int32, ``[B+1]``, cumulative). ``seq_lens[b]`` is the request's total KV length after this step, so
+    its queries are its last ``q_len`` positions and query ``i`` sees KV positions ``<= seq_len - q_len + i``.
+    Their K/V must already be in the cache (call :func:`reshape_and_cache` first). Returns ``[T, nh, hd]``.
+    """
+    return get_kernel("paged_attention", backend)(query, key_cache, value_cache, block_tables,
+                                                  query_start_loc, seq_lens, scale)

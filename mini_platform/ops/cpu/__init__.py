@@ -1,0 +1,1 @@
+"""CPU kernels in plain torch: the specification every other backend is tested against."""

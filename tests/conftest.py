@@ -1,0 +1,33 @@
+"""Shared test set-up.
+
+TRITON_INTERPRET must be set before any ``@triton.jit`` decorator runs, so it is set here, at the
+top of the first module pytest imports, when no GPU is present. Triton kernels tested this way ran
+in the Triton interpreter on the CPU, not on a GPU.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+if not Path("/dev/nvidia0").exists():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# The engine tests run on the CPU platform unless a test selects another on purpose.
+os.environ.setdefault("MINI_PLATFORM_TARGET_DEVICE", "cpu")
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def emulated_npu():
+    """The torch_npu emulation installed as ``torch_npu`` for the duration of one test."""
+    from mini_platform.ascend.emulation import emulated_torch_npu
+
+    with emulated_torch_npu() as module:
+        yield module
