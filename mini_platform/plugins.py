@@ -30,13 +30,13 @@ def discover(group: str, env: Mapping[str, str] | None = None) -> dict[str, Entr
     """Entry points of ``group`` allowed by ``MINI_PLATFORM_PLUGINS``, by name. Imports no plugin."""
     found = {ep.name: ep for ep in entry_points(group=group)}
     if found:
-        logger.debug("Available plugins for group %s: %s", group,
-                     ", ".join(f"{n} -> {ep.value}" for n, ep in sorted(found.items())))
+        logger.info("Available plugins for group %s: %s", group,
+                    ", ".join(f"{n} -> {ep.value}" for n, ep in sorted(found.items())))
     allowed = envs.plugin_allow_list(env)
     if allowed is None:
         return found
     for name in sorted(set(found) - allowed):
-        logger.debug("Plugin %s of group %s is not in %s; skipped", name, group, envs.PLUGINS)
+        logger.info("Plugin %s of group %s is not in %s; skipped", name, group, envs.PLUGINS)
     return {name: ep for name, ep in found.items() if name in allowed}
 
 

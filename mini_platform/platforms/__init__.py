@@ -72,7 +72,7 @@ def _entry_point_detector(ep: EntryPoint) -> Detector:
     """A detector that imports the plugin's module only when it is called."""
     def detect() -> str | None:
         func = ep.load()
-        logger.debug("Loaded platform plugin %s (%s)", ep.name, ep.value)
+        logger.info("Loaded platform plugin %s (%s)", ep.name, ep.value)
         return func()
     return detect
 

@@ -83,13 +83,16 @@ def resolve_platform(builtin: Mapping[str, Detector], oot: Mapping[str, Detector
         return _select(selected, builtin, oot)
 
     if envs.target_device(env) == "cpu":
-        qualname = _detect("cpu", builtin["cpu"])
+        qualname = _detect("cpu", builtin["cpu"]) if "cpu" in builtin else None
         if qualname is None:
             raise PlatformResolutionError(f"{envs.TARGET_DEVICE}=cpu but the cpu platform is not available")
         return qualname
 
     allowed = envs.plugin_allow_list(env)
     considered = {name: det for name, det in oot.items() if allowed is None or name in allowed}
+    if len(considered) < len(oot):
+        logger.info("Platform plugins not listed in %s are skipped: %s",
+                    envs.PLUGINS, ", ".join(sorted(set(oot) - set(considered))))
     winner = _only_active("out-of-tree", considered)
     if winner:
         logger.info("Platform plugin %s is activated", winner[0])
