@@ -106,7 +106,10 @@ class Platform:
         device_type = getattr(type(self), "device_type", "")
         if not device_type:
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r} and no device to forward it to")
-        module = self.device_module()
+        try:
+            module = self.device_module()
+        except AttributeError as exc:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}: {exc}") from None
         try:
             return getattr(module, name)
         except AttributeError:
