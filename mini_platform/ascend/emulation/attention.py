@@ -1,0 +1,242 @@
+"""Emulated torch_npu paged-attention ops: the KV write, ATB paged decode and FIA (``npu_fused_infer_attention_score``).
+
+Written from the documented semantics, not from ``mini_platform.ops.cpu.attention`` (the tests
+compare the two, so they must be independent). Sources:
+
+- op-plugin ``op_plugin/ops/atb/ReshapeAndCachAtb.cpp`` and ``PagedAttentionAtb.cpp`` (signatures;
+  ATB ``PagedAttention``: ``maskType=UNDEFINED``, ``inputLayout=BSND``, block size a multiple of 16, at most 128);
+- op-plugin ``docs/context/torch_npu-npu_fused_infer_attention_score.md`` (TND layout; cumulative
+  ``actual_seq_lengths``; PageAttention through ``block_table`` with the cache as ``(blocks, block_size, H)``;
+  in TND only ``sparse_mode=0`` without a mask or ``sparse_mode=3`` with the 2048x2048 optimised mask;
+  mask value 1 = masked; ``softmax_lse`` is ``(T, N, 1)`` fp32, or a one-element zero tensor when not requested);
+- vllm-ascend ``attention/attention_v1.py`` for how the ops are called.
+
+Deviation: the real kernels take fp16/bf16 activations; the emulation also accepts fp32 so that
+fp32 reference runs can go through it. Everything is computed in fp32 and returned in the query's
+dtype. Emulation note: verified against an emulation of torch_npu semantics; not run on Ascend hardware here.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["_npu_reshape_and_cache", "_npu_paged_attention", "npu_fused_infer_attention_score"]
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_MASK_SIZE = 2048
+
+
+def _check_dtype(t: torch.Tensor, op: str, what: str) -> None:
+    if t.dtype not in _DTYPES:
+        raise TypeError(f"{op}: {what} dtype {t.dtype} is not supported (float16, bfloat16; float32 in the emulation)")
+
+
+def _check_block_table(block_table: torch.Tensor, batch: int, op: str) -> None:
+    if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != batch:
+        raise ValueError(f"{op}: block_table must be int32 [batch={batch}, max_blocks], got "
+                         f"{block_table.dtype} {tuple(block_table.shape)}")
+
+
+def _request_kv(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -> torch.Tensor:
+    """Tokens ``0..length-1`` of one request from a paged cache ``(blocks, block_size, ...)``, token by token."""
+    block_size = cache.shape[1]
+    if length > block_table_row.shape[0] * block_size:
+        raise ValueError(f"KV length {length} exceeds the block table's capacity "
+                         f"({block_table_row.shape[0]} blocks x {block_size})")
+    positions = torch.arange(length)
+    blocks = block_table_row.long()[positions // block_size]
+    return cache[blocks, positions % block_size]
+
+
+def _softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                       masked: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(scale * q k^T, masked -> excluded) v`` per head; q ``[S, N, D]``, k/v ``[L, Nkv, D]``.
+
+    Returns ``(out [S, N, D], lse [S, N])`` in fp32. A query row with every key masked gives zeros.
+    """
+    n, n_kv = q.shape[1], k.shape[1]
+    kv_head = torch.arange(n) * n_kv // n              # GQA: query head h reads kv head h // (N / Nkv)
+    scores = scale * torch.einsum("snd,lnd->nsl", q.float(), k.float()[:, kv_head])
+    if masked is not None:
+        scores = scores.masked_fill(masked, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)                                     # [N, S]
+    probs = torch.exp(scores - lse[..., None]).nan_to_num(0.0)               # rows all masked -> 0
+    out = torch.einsum("nsl,lnd->snd", probs, v.float()[:, kv_head])
+    return out, lse.transpose(0, 1)
+
+
+def _npu_reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor,
+                           value_cache: torch.Tensor, slot_indices: torch.Tensor) -> None:
+    """ATB ReshapeAndCache: ``key_cache[s // bs, s % bs] = key[t]`` for ``s = slot_indices[t]`` (same for value).
+
+    key/value ``[T, Nkv, D]``; caches ``[blocks, block_size, Nkv, D]``; ``slot_indices`` int32 ``[T]``.
+    Slots < 0 (vLLM's padding) are skipped: vllm-ascend slices them off before calling, so this
+    emulation treats them as "not written" rather than as an error.
+    """
+    op = "_npu_reshape_and_cache"
+    if slot_indices.dtype != torch.int32 or slot_indices.shape != key.shape[:1]:
+        raise ValueError(f"{op}: slot_indices must be int32 [T={key.shape[0]}], got {slot_indices.dtype} "
+                         f"{tuple(slot_indices.shape)}")
+    if key.dim() != 3 or value.shape != key.shape or key_cache.shape != value_cache.shape \
+            or key_cache.dim() != 4 or key_cache.shape[2:] != key.shape[1:]:
+        raise ValueError(f"{op}: need key/value [T, Nkv, D] and caches [blocks, block_size, Nkv, D]; got "
+                         f"{tuple(key.shape)}, {tuple(value.shape)}, {tuple(key_cache.shape)}, "
+                         f"{tuple(value_cache.shape)}")
+    num_slots = key_cache.shape[0] * key_cache.shape[1]
+    slots = slot_indices.long()
+    written = slots >= 0
+    if bool((slots >= num_slots).any()):
+        raise ValueError(f"{op}: slot {int(slots.max())} is outside the cache ({num_slots} slots)")
+    slots = slots[written]
+    key_cache.view(num_slots, *key_cache.shape[2:])[slots] = key[written].to(key_cache.dtype)
+    value_cache.view(num_slots, *value_cache.shape[2:])[slots] = value[written].to(value_cache.dtype)
+
+
+def _npu_paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, num_kv_heads: int,
+                         num_heads: int, scale_value: float, block_table: torch.Tensor, context_lens: torch.Tensor,
+                         out: torch.Tensor, *, workspace: torch.Tensor | None = None) -> None:
+    """ATB PagedAttention (decode, no mask): ``out[b] = softmax(scale * q_b K_b^T) V_b``.
+
+    query/out ``[B, N, D]`` (one token per sequence); caches ``[blocks, block_size, Nkv, D]``;
+    ``block_table`` int32 ``[B, max_blocks]``; ``context_lens`` int32 ``[B]`` = KV length of each
+    sequence including the current token (its K/V already written). Writes ``out`` in place.
+    """
+    op = "_npu_paged_attention"
+    _check_dtype(query, op, "query")
+    batch = query.shape[0]
+    if query.dim() != 3 or query.shape[1] != num_heads or out.shape != query.shape:
+        raise ValueError(f"{op}: query and out must be [B, num_heads={num_heads}, D], got "
+                         f"{tuple(query.shape)} and {tuple(out.shape)}")
+    if key_cache.dim() != 4 or key_cache.shape != value_cache.shape or key_cache.shape[2] != num_kv_heads \
+            or key_cache.shape[3] != query.shape[2]:
+        raise ValueError(f"{op}: caches must be [blocks, block_size, num_kv_heads={num_kv_heads}, D={query.shape[2]}], "
+                         f"got {tuple(key_cache.shape)} and {tuple(value_cache.shape)}")
+    block_size = key_cache.shape[1]
+    if block_size % 16 or block_size > 128:
+        raise ValueError(f"{op}: ATB paged attention needs block_size a multiple of 16 and at most 128, "
+                         f"got {block_size}")
+    if num_kv_heads < 1 or num_heads % num_kv_heads:
+        raise ValueError(f"{op}: num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
+    _check_block_table(block_table, batch, op)
+    if context_lens.dtype != torch.int32 or context_lens.shape != (batch,):
+        raise ValueError(f"{op}: context_lens must be int32 [B={batch}], got {context_lens.dtype} "
+                         f"{tuple(context_lens.shape)}")
+    for b, length in enumerate(context_lens.tolist()):
+        k = _request_kv(key_cache, block_table[b], length)
+        v = _request_kv(value_cache, block_table[b], length)
+        result, _ = _softmax_attention(query[b:b + 1], k, v, scale_value, None)
+        out[b] = result[0].to(out.dtype)
+
+
+def _right_down_causal(q_len: int, kv_len: int) -> torch.Tensor:
+    """sparse_mode 3: the causal triangle aligned to the bottom-right corner; True = masked.
+
+    Query ``i`` of ``q_len`` is the token at KV position ``kv_len - q_len + i`` and sees keys up to it.
+    """
+    q_pos = kv_len - q_len + torch.arange(q_len)[:, None]
+    return torch.arange(kv_len)[None, :] > q_pos
+
+
+def _check_compressed_mask(atten_mask: torch.Tensor | None) -> None:
+    if atten_mask is None or tuple(atten_mask.shape) != (_MASK_SIZE, _MASK_SIZE):
+        raise ValueError("npu_fused_infer_attention_score: sparse_mode=3 needs the optimised "
+                         f"({_MASK_SIZE}, {_MASK_SIZE}) atten_mask, triu(ones, diagonal=1), got "
+                         f"{None if atten_mask is None else tuple(atten_mask.shape)}")
+    if atten_mask.dtype not in (torch.bool, torch.int8, torch.uint8):
+        raise TypeError(f"npu_fused_infer_attention_score: atten_mask dtype must be bool, int8 or uint8, "
+                        f"got {atten_mask.dtype}")
+    corner = atten_mask[:64, :64].bool()  # spot check of the pattern (1 = masked, strictly above the diagonal)
+    if not torch.equal(corner, torch.ones(64, 64, dtype=torch.bool).triu(1)):
+        raise ValueError("npu_fused_infer_attention_score: sparse_mode=3 expects atten_mask = "
+                         "triu(ones(2048, 2048), 1) with 1 = masked")
+
+
+_DEFAULTS = {"pre_tokens": 2147483647, "next_tokens": 2147483647, "inner_precise": 0, "antiquant_mode": 0,
+             "key_antiquant_mode": 0, "value_antiquant_mode": 0}
+
+
+def npu_fused_infer_attention_score(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
+                                    atten_mask: torch.Tensor | None = None,
+                                    actual_seq_lengths: list[int] | None = None,
+                                    actual_seq_lengths_kv: list[int] | None = None,
+                                    block_table: torch.Tensor | None = None, num_heads: int = 1, scale: float = 1.0,
+                                    input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0,
+                                    block_size: int = 0, softmax_lse_flag: bool = False,
+                                    **other: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """FIA in the subset vllm-ascend uses: ``input_layout="TND"``, with or without PageAttention.
+
+    - ``query`` ``[T, N, D]``; request ``b`` owns rows ``actual_seq_lengths[b-1]:actual_seq_lengths[b]``
+      (cumulative ends; the list length is the batch).
+    - With ``block_table`` (int32 ``[B, >=max_blocks]``): key/value are the paged caches viewed as
+      ``(blocks, block_size, Nkv*D)``; ``actual_seq_lengths_kv[b]`` is request ``b``'s KV length (per request).
+    - Without it: key/value are ``[T_kv, Nkv, D]`` packed like the query and ``actual_seq_lengths_kv``
+      is cumulative too.
+    - ``sparse_mode=0`` without a mask: no masking. ``sparse_mode=3``: rightDownCausal, the query block
+      aligned to the end of the KV (query ``i`` sees keys ``<= kv_len - q_len + i``), with the 2048x2048 mask.
+
+    Returns ``(attention_out [T, N, D] in query's dtype, softmax_lse)``: lse fp32 ``[T, N, 1]`` when
+    ``softmax_lse_flag`` else a one-element zero tensor. Anything else raises ``NotImplementedError``.
+    """
+    op = "npu_fused_infer_attention_score"
+    unsupported = sorted(k for k, v in other.items() if v is not None and _DEFAULTS.get(k, None) != v)
+    if unsupported:
+        raise NotImplementedError(f"{op}: the emulation does not support {unsupported} (only the TND paged/unpaged "
+                                  f"causal path vllm-ascend uses)")
+    if input_layout != "TND":
+        raise NotImplementedError(f"{op}: the emulation supports input_layout='TND' only, got {input_layout!r}")
+    if sparse_mode == 0 and atten_mask is not None or sparse_mode not in (0, 3):
+        raise NotImplementedError(f"{op}: with TND only sparse_mode=0 without a mask or sparse_mode=3 with the "
+                                  f"2048x2048 mask are supported (the documented TND constraint), got "
+                                  f"sparse_mode={sparse_mode} with{'out' if atten_mask is None else ''} a mask")
+    if sparse_mode == 3:
+        _check_compressed_mask(atten_mask)
+    _check_dtype(query, op, "query")
+    n_kv = num_key_value_heads or num_heads
+    if query.dim() != 3 or query.shape[1] != num_heads or num_heads % n_kv:
+        raise ValueError(f"{op}: query must be [T, num_heads={num_heads}, D] with num_heads a multiple of "
+                         f"num_key_value_heads={n_kv}, got {tuple(query.shape)}")
+    if actual_seq_lengths is None or actual_seq_lengths_kv is None \
+            or len(actual_seq_lengths) != len(actual_seq_lengths_kv):
+        raise ValueError(f"{op}: TND needs actual_seq_lengths and actual_seq_lengths_kv, one entry per request")
+    q_ends = list(actual_seq_lengths)
+    if any(b < a for a, b in zip([0] + q_ends, q_ends)) or (q_ends and q_ends[-1] > query.shape[0]):
+        raise ValueError(f"{op}: actual_seq_lengths must be cumulative (non-decreasing) and end at most at T="
+                         f"{query.shape[0]}, got {q_ends}")
+    head_dim = query.shape[2]
+
+    if block_table is not None:
+        if key.dim() != 3 or key.shape != value.shape or key.shape[2] != n_kv * head_dim or key.shape[1] != block_size:
+            raise ValueError(f"{op}: with block_table, key/value must be paged caches (blocks, "
+                             f"block_size={block_size}, Nkv*D={n_kv * head_dim}), got {tuple(key.shape)} and "
+                             f"{tuple(value.shape)}")
+        _check_block_table(block_table, len(q_ends), op)
+        key, value = (c.view(c.shape[0], block_size, n_kv, head_dim) for c in (key, value))
+        kv_lens = list(actual_seq_lengths_kv)
+    else:
+        if key.dim() != 3 or key.shape != value.shape or key.shape[1:] != (n_kv, head_dim):
+            raise ValueError(f"{op}: without block_table, key/value must be [T_kv, Nkv={n_kv}, D={head_dim}], "
+                             f"got {tuple(key.shape)} and {tuple(value.shape)}")
+        kv_ends = list(actual_seq_lengths_kv)
+        kv_lens = [b - a for a, b in zip([0] + kv_ends, kv_ends)]
+        if min(kv_lens, default=0) < 0 or (kv_ends and kv_ends[-1] > key.shape[0]):
+            raise ValueError(f"{op}: without block_table actual_seq_lengths_kv is cumulative, ending at most at "
+                             f"T_kv={key.shape[0]}; got {kv_ends}")
+
+    out = torch.zeros(query.shape, dtype=torch.float32)
+    lse = torch.zeros(query.shape[:2], dtype=torch.float32)
+    q_start = kv_start = 0
+    for b, (q_end, kv_len) in enumerate(zip(q_ends, kv_lens)):
+        q = query[q_start:q_end]
+        if block_table is not None:
+            k, v = _request_kv(key, block_table[b], kv_len), _request_kv(value, block_table[b], kv_len)
+        else:
+            k, v = key[kv_start:kv_start + kv_len], value[kv_start:kv_start + kv_len]
+            kv_start += kv_len
+        if sparse_mode == 3 and q.shape[0] > kv_len:
+            raise ValueError(f"{op}: request {b} has {q.shape[0]} queries but only {kv_len} keys; rightDownCausal "
+                             f"needs q_len <= kv_len")
+        masked = _right_down_causal(q.shape[0], kv_len) if sparse_mode == 3 else None
+        if q.shape[0] and kv_len:
+            out[q_start:q_end], lse[q_start:q_end] = _softmax_attention(q, k, v, scale, masked)
+        q_start = q_end
+    softmax_lse = lse[..., None] if softmax_lse_flag else torch.zeros(1, dtype=torch.float32)
+    return out.to(query.dtype), softmax_lse

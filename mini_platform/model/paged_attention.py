@@ -1,0 +1,66 @@
+"""The attention the engine plugs into the model: KV written to a paged cache, then paged attention.
+
+The model calls ``attention(layer_idx, q, k, v)`` once per layer and knows nothing about caches; the
+model runner sets :attr:`PagedAttention.metadata` before each forward to say where this step's tokens
+go (``slot_mapping``) and which blocks each request reads (``block_tables``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import ops
+
+
+@dataclass
+class AttentionMetadata:
+    """Where the tokens of one step live. ``T`` = tokens in the step, ``B`` = requests.
+
+    - ``slot_mapping`` int32 ``[T]``: cache slot of each token (``block * block_size + offset``), -1 = padding.
+    - ``block_tables`` int32 ``[B, max_blocks]``: each request's blocks in order (unused entries arbitrary).
+    - ``query_start_loc`` int32 ``[B+1]``: request ``b``'s tokens are rows ``[qsl[b], qsl[b+1])``.
+    - ``seq_lens`` int32 ``[B]``: each request's KV length after this step (cached + new tokens).
+    - ``max_query_len``: the longest query in the step; 1 means a pure decode step.
+    """
+    slot_mapping: torch.Tensor
+    block_tables: torch.Tensor
+    query_start_loc: torch.Tensor
+    seq_lens: torch.Tensor
+    max_query_len: int
+
+
+def allocate_kv_caches(num_layers: int, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
+                       dtype: torch.dtype, device: str | torch.device = "cpu"
+                       ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Zeroed ``(key_cache, value_cache)`` per layer, each ``[num_blocks, block_size, num_kv_heads, head_dim]``."""
+    if min(num_layers, num_blocks, block_size, num_kv_heads, head_dim) < 1:
+        raise ValueError(f"every KV cache dimension must be >= 1, got num_layers={num_layers}, "
+                         f"num_blocks={num_blocks}, block_size={block_size}, num_kv_heads={num_kv_heads}, "
+                         f"head_dim={head_dim}")
+    shape = (num_blocks, block_size, num_kv_heads, head_dim)
+    return [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+            for _ in range(num_layers)]
+
+
+class PagedAttention:
+    """``attention(layer_idx, q, k, v)`` over a paged KV cache, on the kernel backend ``backend``
+    (``None`` = the current backend, see :mod:`mini_platform.ops`). Scale is ``head_dim ** -0.5``."""
+
+    def __init__(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]], backend: str | None = None) -> None:
+        self.kv_caches = kv_caches
+        self.backend = backend
+        self.metadata: AttentionMetadata | None = None
+
+    def __call__(self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        md = self.metadata
+        if md is None:
+            raise RuntimeError("PagedAttention.metadata is not set: the model runner must set it before each forward")
+        key_cache, value_cache = self.kv_caches[layer_idx]
+        ops.reshape_and_cache(k, v, key_cache, value_cache, md.slot_mapping, backend=self.backend)
+        scale = q.shape[-1] ** -0.5
+        if md.max_query_len == 1:
+            return ops.paged_decode_attention(q, key_cache, value_cache, md.block_tables, md.seq_lens, scale,
+                                              backend=self.backend)
+        return ops.paged_attention(q, key_cache, value_cache, md.block_tables, md.query_start_loc, md.seq_lens,
+                                   scale, backend=self.backend)

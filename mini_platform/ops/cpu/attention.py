@@ -1,0 +1,122 @@
+"""Paged KV cache and paged attention in plain torch: the specification of the attention kernels.
+
+The cache of one layer is two tensors, key and value, each ``[num_blocks, block_size, nkv, hd]``
+(the layout vllm-ascend uses, so one layout serves every backend). Token ``t`` of a request lives in
+slot ``block_table[t // block_size] * block_size + t % block_size``. This module favours clarity:
+it loops over requests and gathers each request's K/V into a dense tensor.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def check_cache_args(key_cache: torch.Tensor, value_cache: torch.Tensor, num_heads: int, head_dim: int) -> None:
+    """Shapes every backend relies on: K/V caches ``[nb, bs, nkv, hd]`` with ``num_heads % nkv == 0``."""
+    if key_cache.dim() != 4 or key_cache.shape != value_cache.shape:
+        raise ValueError(f"key_cache and value_cache must both be [num_blocks, block_size, num_kv_heads, head_dim], "
+                         f"got {tuple(key_cache.shape)} and {tuple(value_cache.shape)}")
+    nkv, hd = key_cache.shape[2:]
+    if hd != head_dim:
+        raise ValueError(f"query head_dim {head_dim} does not match the cache's head_dim {hd}")
+    if num_heads % nkv:
+        raise ValueError(f"num_heads ({num_heads}) must be a multiple of the cache's num_kv_heads ({nkv})")
+
+
+def check_attention_args(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                         block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor) -> None:
+    """Shape checks shared by the backends (no device-to-host copies, so they are cheap everywhere)."""
+    if query.dim() != 3:
+        raise ValueError(f"query must be [num_tokens, num_heads, head_dim], got shape {tuple(query.shape)}")
+    check_cache_args(key_cache, value_cache, query.shape[1], query.shape[2])
+    num_seqs = seq_lens.shape[0]
+    if seq_lens.dim() != 1 or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs:
+        raise ValueError(f"need seq_lens [B] and block_tables [B, max_blocks]; got {tuple(seq_lens.shape)} and "
+                         f"{tuple(block_tables.shape)}")
+    if query_start_loc.shape != (num_seqs + 1,):
+        raise ValueError(f"query_start_loc must be [B+1] = [{num_seqs + 1}] (cumulative query lengths starting at 0), "
+                         f"got {tuple(query_start_loc.shape)}")
+    for name, t in (("block_tables", block_tables), ("query_start_loc", query_start_loc), ("seq_lens", seq_lens)):
+        if t.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"{name} must be an integer tensor (int32), got {t.dtype}")
+
+
+def _check_values(query: torch.Tensor, block_size: int, block_tables: torch.Tensor,
+                  query_start_loc: list[int], seq_lens: list[int]) -> None:
+    if query_start_loc[0] != 0 or query_start_loc[-1] > query.shape[0]:
+        raise ValueError(f"query_start_loc must start at 0 and end at most at num_tokens={query.shape[0]}, "
+                         f"got {query_start_loc}")
+    capacity = block_tables.shape[1] * block_size
+    for b, seq_len in enumerate(seq_lens):
+        q_len = query_start_loc[b + 1] - query_start_loc[b]
+        if not 0 <= q_len <= seq_len <= capacity:
+            raise ValueError(f"request {b}: need 0 <= query length ({q_len}) <= seq_len ({seq_len}) <= "
+                             f"max_blocks * block_size ({capacity})")
+
+
+def gather_kv(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -> torch.Tensor:
+    """The first ``length`` cached tokens of one request, ``[length, nkv, hd]``, in token order."""
+    block_size = cache.shape[1]
+    num_blocks = -(-length // block_size)
+    return cache[block_table_row[:num_blocks].long()].flatten(0, 1)[:length]
+
+
+def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                      slot_mapping: torch.Tensor) -> None:
+    """Write ``key``/``value`` ``[T, nkv, hd]`` to ``slot_mapping`` (``block * bs + offset``); skip slots < 0."""
+    if key.shape != value.shape or key.dim() != 3 or slot_mapping.shape != key.shape[:1]:
+        raise ValueError(f"need key and value [T, num_kv_heads, head_dim] and slot_mapping [T]; got "
+                         f"{tuple(key.shape)}, {tuple(value.shape)} and {tuple(slot_mapping.shape)}")
+    if key_cache.shape != value_cache.shape or key_cache.shape[2:] != key.shape[1:]:
+        raise ValueError(f"caches {tuple(key_cache.shape)} / {tuple(value_cache.shape)} must be "
+                         f"[num_blocks, block_size, {key.shape[1]}, {key.shape[2]}] to hold key {tuple(key.shape)}")
+    num_blocks, block_size = key_cache.shape[:2]
+    slots = slot_mapping.long()
+    keep = slots >= 0
+    slots = slots[keep]
+    if slots.numel() and int(slots.max()) >= num_blocks * block_size:
+        raise ValueError(f"slot {int(slots.max())} is outside the cache ({num_blocks} blocks x {block_size} slots)")
+    blocks, offsets = slots // block_size, slots % block_size
+    key_cache[blocks, offsets] = key[keep].to(key_cache.dtype)
+    value_cache[blocks, offsets] = value[keep].to(value_cache.dtype)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, first_visible: int) -> torch.Tensor:
+    """Causal attention of ``q`` ``[n, nh, hd]`` over ``k``/``v`` ``[L, nkv, hd]`` in fp32.
+
+    Query ``i`` sees keys ``0 .. first_visible + i`` (its own position is ``first_visible + i``).
+    """
+    group = q.shape[1] // k.shape[1]
+    k = k.float().repeat_interleave(group, dim=1)              # [L, nh, hd]: head h reads kv head h // group
+    v = v.float().repeat_interleave(group, dim=1)
+    scores = torch.einsum("qhd,khd->hqk", q.float(), k) * scale
+    q_pos = first_visible + torch.arange(q.shape[0])[:, None]
+    scores = scores.masked_fill(torch.arange(k.shape[0])[None, :] > q_pos, float("-inf"))
+    return torch.einsum("hqk,khd->qhd", scores.softmax(dim=-1), v)
+
+
+def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
+                    scale: float) -> torch.Tensor:
+    """Causal attention for a packed mixed batch (see ``mini_platform.ops.paged_attention``)."""
+    check_attention_args(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens)
+    starts, lens = query_start_loc.tolist(), seq_lens.tolist()
+    _check_values(query, key_cache.shape[1], block_tables, starts, lens)
+    out = torch.zeros_like(query)
+    for b, seq_len in enumerate(lens):
+        q = query[starts[b]:starts[b + 1]]
+        if q.shape[0] == 0:
+            continue
+        k = gather_kv(key_cache, block_tables[b], seq_len)
+        v = gather_kv(value_cache, block_tables[b], seq_len)
+        out[starts[b]:starts[b + 1]] = _attend(q, k, v, scale, seq_len - q.shape[0]).to(query.dtype)
+    return out
+
+
+def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                           block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
+    """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+    if query.dim() != 3 or query.shape[0] != seq_lens.shape[0]:
+        raise ValueError(f"decode query must be [B, num_heads, head_dim] with B = len(seq_lens) = {seq_lens.shape[0]}, "
+                         f"got {tuple(query.shape)}")
+    query_start_loc = torch.arange(query.shape[0] + 1, dtype=torch.int32)
+    return paged_attention(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale)

@@ -1,0 +1,49 @@
+"""Tests of exercise 213: reshape_and_cache."""
+import pytest
+import torch
+
+import submission as sub
+
+
+def test_example():
+    key_cache, value_cache = torch.zeros(2, 4, 1, 2), torch.zeros(2, 4, 1, 2)
+    key = torch.tensor([[[1., 1.]], [[2., 2.]], [[3., 3.]]])
+    sub.reshape_and_cache(key, -key, key_cache, value_cache, torch.tensor([5, -1, 0], dtype=torch.int32))
+    assert key_cache[1, 1].tolist() == [[1., 1.]] and key_cache[0, 0].tolist() == [[3., 3.]]
+    assert value_cache[1, 1].tolist() == [[-1., -1.]]
+    assert key_cache.abs().sum() == 8 and value_cache.abs().sum() == 8
+
+
+def test_out_of_range_writes_nothing():
+    cache = torch.zeros(2, 4, 1, 1)
+    with pytest.raises(ValueError):
+        sub.reshape_and_cache(torch.ones(2, 1, 1), torch.ones(2, 1, 1), cache, cache.clone(),
+                              torch.tensor([0, 8], dtype=torch.int32))
+    assert not cache.any()
+
+
+def test_shape_mismatch():
+    with pytest.raises(ValueError):
+        sub.reshape_and_cache(torch.ones(2, 2, 4), torch.ones(2, 2, 4), torch.zeros(2, 4, 1, 4),
+                              torch.zeros(2, 4, 1, 4), torch.tensor([0, 1], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.bfloat16])
+def test_random_writes(seed, cache_dtype):
+    gen = torch.Generator().manual_seed(seed)
+    nb, bs, nkv, hd = 64, 16, 2, 8
+    T = 700 + seed
+    slots = torch.randperm(nb * bs, generator=gen)[:T].to(torch.int32)
+    slots[torch.rand(T, generator=gen) < 0.2] = -1
+    key, value = torch.randn(T, nkv, hd, generator=gen), torch.randn(T, nkv, hd, generator=gen)
+    key_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(cache_dtype)
+    value_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(cache_dtype)
+    want_k, want_v = key_cache.clone().view(nb * bs, nkv, hd), value_cache.clone().view(nb * bs, nkv, hd)
+    for t, s in enumerate(slots.tolist()):
+        if s >= 0:
+            want_k[s], want_v[s] = key[t].to(cache_dtype), value[t].to(cache_dtype)
+    sub.reshape_and_cache(key, value, key_cache, value_cache, slots)
+    assert key_cache.dtype == cache_dtype
+    assert torch.equal(key_cache.view(nb * bs, nkv, hd), want_k)
+    assert torch.equal(value_cache.view(nb * bs, nkv, hd), want_v)
