@@ -1,0 +1,172 @@
+"""The building blocks of a Llama/Qwen2 decoder. Every kernel goes through ``mini_platform.ops``.
+
+| layer | kernel(s) it calls |
+| --- | --- |
+| :class:`RMSNorm` | ``ops.rms_norm`` (first use) / ``ops.fused_add_rms_norm`` (with a residual) |
+| :class:`RotaryEmbedding` | ``ops.rotary_embedding`` (neox style, a cos/sin cache indexed by position) |
+| :class:`SiluAndMulMLP` | ``ops.silu_and_mul`` between two matmuls |
+| :class:`Attention` | the attention callable it is given (contiguous or paged), after RoPE |
+
+Matmuls are plain ``F.linear``. Q/K/V and gate/up are merged into one weight each (one matmul
+instead of three or two); :class:`MergedLinear` records which rows came from which checkpoint tensor.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import ops
+from .config import ModelConfig
+
+AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _param(*shape: int, dtype: torch.dtype) -> nn.Parameter:
+    return nn.Parameter(torch.empty(*shape, dtype=dtype), requires_grad=False)
+
+
+class Linear(nn.Module):
+    def __init__(self, in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight = _param(out_features, in_features, dtype=dtype)
+        self.bias = _param(out_features, dtype=dtype) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+class MergedLinear(Linear):
+    """Several checkpoint projections stacked along the output dim, e.g. ``{"q_proj": 64, "k_proj": 16, ...}``."""
+
+    def __init__(self, in_features: int, parts: dict[str, int], bias: bool, dtype: torch.dtype) -> None:
+        super().__init__(in_features, sum(parts.values()), bias, dtype)
+        self.parts = parts
+
+    def part_rows(self) -> dict[str, slice]:
+        """Checkpoint name -> rows of the merged weight it fills."""
+        rows, start = {}, 0
+        for name, size in self.parts.items():
+            rows[name] = slice(start, start + size)
+            start += size
+        return rows
+
+
+class Embedding(nn.Module):
+    def __init__(self, num_embeddings: int, dim: int, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight = _param(num_embeddings, dim, dtype=dtype)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(input_ids, self.weight)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight = _param(dim, dtype=dtype)
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> Any:
+        """``rms_norm(x)``; with a residual, ``(rms_norm(x + residual), x + residual)``."""
+        if residual is None:
+            return ops.rms_norm(x, self.weight, self.eps)
+        return ops.fused_add_rms_norm(x, residual, self.weight, self.eps)
+
+
+def rope_inv_freq(head_dim: int, theta: float, scaling: dict[str, Any] | None = None) -> torch.Tensor:
+    """Inverse frequencies ``theta ** (-2i / head_dim)`` (fp32), adjusted for linear or llama3 scaling."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    kind = (scaling or {}).get("rope_type", "default")
+    if kind == "linear":
+        return inv_freq / scaling["factor"]
+    if kind == "llama3":
+        # Llama 3.1: keep high frequencies, divide low ones by `factor`, blend smoothly in between.
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old_len = scaling["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv_freq
+        smooth = (old_len / wavelen - low) / (high - low)
+        blended = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+        scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
+        is_medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
+        return torch.where(is_medium, blended, scaled)
+    return inv_freq
+
+
+def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
+                       scaling: dict[str, Any] | None = None) -> torch.Tensor:
+    """``[max_positions, head_dim]`` fp32: ``cos(p * f)`` in the first half, ``sin(p * f)`` in the second."""
+    freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), rope_inv_freq(head_dim, theta, scaling))
+    return torch.cat((freqs.cos(), freqs.sin()), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """Neox-style RoPE (rotate the two halves of each head), as Llama and Qwen2 use."""
+
+    def __init__(self, head_dim: int, max_positions: int, theta: float, scaling: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.head_dim = head_dim
+        self.register_buffer("cos_sin_cache", rope_cos_sin_cache(head_dim, max_positions, theta, scaling),
+                             persistent=False)
+
+    def forward(self, positions: torch.Tensor, q: torch.Tensor,
+                k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return ops.rotary_embedding(positions, q, k, self.head_dim, self.cos_sin_cache, True)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads, self.num_kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.qkv_proj = MergedLinear(config.hidden_size, {"q_proj": config.q_size, "k_proj": config.kv_size,
+                                                          "v_proj": config.kv_size}, config.qkv_bias, dtype)
+        self.o_proj = Linear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
+        self.rotary_emb = rotary
+
+    def forward(self, positions: torch.Tensor, hidden: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
+        q, k, v = self.qkv_proj(hidden).split([self.qkv_proj.parts["q_proj"], self.qkv_proj.parts["k_proj"],
+                                               self.qkv_proj.parts["v_proj"]], dim=-1)
+        q, k = self.rotary_emb(positions, q, k)
+        t = hidden.shape[0]
+        out = attention(self.layer_idx, q.view(t, self.num_heads, self.head_dim),
+                        k.view(t, self.num_kv_heads, self.head_dim),
+                        v.contiguous().view(t, self.num_kv_heads, self.head_dim))
+        return self.o_proj(out.reshape(t, self.num_heads * self.head_dim))
+
+
+class SiluAndMulMLP(nn.Module):
+    def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
+        super().__init__()
+        size = config.intermediate_size
+        self.gate_up_proj = MergedLinear(config.hidden_size, {"gate_proj": size, "up_proj": size},
+                                         config.mlp_bias, dtype)
+        self.down_proj = Linear(size, config.hidden_size, config.mlp_bias, dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(ops.silu_and_mul(self.gate_up_proj(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm block: ``h += attn(norm(h)); h += mlp(norm(h))``, with the adds fused into the norms."""
+
+    def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.self_attn = Attention(config, layer_idx, rotary, dtype)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.mlp = SiluAndMulMLP(config, dtype)
+
+    def forward(self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None,
+                attention: AttentionFn) -> tuple[torch.Tensor, torch.Tensor]:
+        if residual is None:
+            residual, hidden = hidden, self.input_layernorm(hidden)
+        else:
+            hidden, residual = self.input_layernorm(hidden, residual)
+        hidden = self.self_attn(positions, hidden, attention)
+        hidden, residual = self.post_attention_layernorm(hidden, residual)
+        return self.mlp(hidden), residual

@@ -1,0 +1,63 @@
+"""``CausalLM``: the Llama decoder, which also serves Qwen2 (Llama plus a bias on Q/K/V).
+
+Parameter names follow the Hugging Face checkpoint (``model.layers.0.self_attn.o_proj.weight``),
+except the merged ``qkv_proj`` and ``gate_up_proj`` (see ``layers.MergedLinear``).
+The model knows nothing about KV caches: each layer hands ``q, k, v`` after RoPE to the
+``attention`` callable it is given, ``attention(layer_idx, q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hd])
+-> [T, nh, hd]``, which stores K/V wherever it keeps them and attends with scale ``hd ** -0.5``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+from .layers import AttentionFn, DecoderLayer, Embedding, Linear, RMSNorm, RotaryEmbedding
+
+
+class DecoderModel(nn.Module):
+    def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype)
+        rotary = RotaryEmbedding(config.head_dim, config.max_position_embeddings, config.rope_theta,
+                                 config.rope_scaling)
+        self.layers = nn.ModuleList(DecoderLayer(config, i, rotary, dtype) for i in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
+        hidden, residual = self.embed_tokens(input_ids), None
+        for layer in self.layers:
+            hidden, residual = layer(positions, hidden, residual, attention)
+        return self.norm(hidden, residual)[0]
+
+
+class CausalLM(nn.Module):
+    """A decoder-only language model: ``forward`` gives final hidden states, ``compute_logits`` the logits."""
+
+    def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.config = config
+        self.model = DecoderModel(config, dtype)
+        self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size,
+                                                                      False, dtype)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.embed_tokens.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.embed_tokens.weight.device
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
+        """Tokens of one or more sequences packed along T: ids and positions ``[T]`` -> hidden ``[T, H]``."""
+        if input_ids.dim() != 1 or positions.shape != input_ids.shape:
+            raise ValueError(f"input_ids and positions must both be 1-D [T] (sequences packed along T), got "
+                             f"{tuple(input_ids.shape)} and {tuple(positions.shape)}")
+        return self.model(input_ids, positions, attention)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[T, H]`` -> fp32 logits ``[T, V]`` (the embedding matrix when the embeddings are tied)."""
+        weight = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(hidden, weight).float()

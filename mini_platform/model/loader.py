@@ -1,0 +1,100 @@
+"""Load a Hugging Face checkpoint directory (``config.json`` + ``*.safetensors``) into a :class:`CausalLM`.
+
+A sharded checkpoint has ``model.safetensors.index.json`` whose ``weight_map`` names the file of
+each tensor; otherwise every ``*.safetensors`` file in the directory is read. Each checkpoint tensor
+must land in exactly one place of the model (a whole parameter or its rows of a merged one):
+a tensor the model needs but the files lack, or one the files have but no parameter takes, is an error.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from .config import ModelConfig
+from .layers import MergedLinear
+from .llama import CausalLM
+
+INDEX_FILE = "model.safetensors.index.json"
+# Buffers some old checkpoints carry that are recomputed from the config, never loaded.
+IGNORED_SUFFIXES = (".rotary_emb.inv_freq",)
+
+
+class CheckpointError(ValueError):
+    """The checkpoint's files do not match what its config describes."""
+
+
+def checkpoint_targets(model: CausalLM) -> dict[str, torch.Tensor]:
+    """Checkpoint tensor name -> the (view of the) parameter it is copied into."""
+    targets = {}
+    for module_name, module in model.named_modules():
+        for param_name, param in module.named_parameters(recurse=False):
+            if isinstance(module, MergedLinear):
+                parent = module_name.rpartition(".")[0]
+                for part, rows in module.part_rows().items():
+                    targets[f"{parent}.{part}.{param_name}"] = param.data[rows]
+            else:
+                targets[f"{module_name}.{param_name}"] = param.data
+    return targets
+
+
+def checkpoint_files(path: str | Path) -> list[Path]:
+    """The safetensors files of a checkpoint directory (from the shard index when there is one)."""
+    path = Path(path)
+    index = path / INDEX_FILE
+    if index.is_file():
+        files = [path / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+        absent = [f.name for f in files if not f.is_file()]
+        if absent:
+            raise CheckpointError(f"{index} names shard(s) that are not in {path}: {absent}")
+        return files
+    files = sorted(path.glob("*.safetensors"))
+    if not files:
+        raise CheckpointError(f"no *.safetensors file in {path}; mini_platform reads only safetensors "
+                              "checkpoints (convert pytorch_model.bin with transformers' save_pretrained)")
+    return files
+
+
+def _listing(names: list[str], limit: int = 6) -> str:
+    more = f" ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def load_weights(model: CausalLM, path: str | Path) -> None:
+    """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
+    targets = checkpoint_targets(model)
+    ignored = IGNORED_SUFFIXES + (("lm_head.weight",) if model.config.tie_word_embeddings else ())
+    loaded, unexpected = set(), []
+    for file in checkpoint_files(path):
+        with safe_open(str(file), framework="pt", device="cpu") as f:
+            for name in f.keys():
+                target = targets.get(name)
+                if target is None:
+                    if not name.endswith(ignored):
+                        unexpected.append(name)
+                    continue
+                tensor = f.get_tensor(name)
+                if tensor.shape != target.shape:
+                    raise CheckpointError(f"tensor {name} in {file.name} has shape {tuple(tensor.shape)}, but the "
+                                          f"config implies {tuple(target.shape)}; does config.json match the weights?")
+                target.copy_(tensor)
+                loaded.add(name)
+    missing = sorted(set(targets) - loaded)
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks tensor(s) that {model.config.architecture} needs: "
+                              f"{_listing(missing)}")
+    if unexpected:
+        raise CheckpointError(f"checkpoint {path} has tensor(s) that no parameter of {model.config.architecture} "
+                              f"takes: {_listing(sorted(unexpected))}; does config.json match the weights?")
+
+
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu") -> CausalLM:
+    """Build the model that ``<path>/config.json`` describes and load its safetensors weights."""
+    config = ModelConfig.from_pretrained(path)
+    with torch.device(device):
+        model = CausalLM(config, dtype)
+    load_weights(model, path)
+    return model.eval()

@@ -1,0 +1,51 @@
+"""Create a tiny random checkpoint (``config.json`` + ``model.safetensors``) without downloading anything.
+
+The files are in Hugging Face format, so ``transformers`` loads them too. Weights are drawn from a
+seeded generator with a spread wide enough that greedy decoding does not sit on near-ties.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+from .config import ModelConfig
+from .llama import CausalLM
+from .loader import checkpoint_targets
+
+ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2")}
+
+
+def tiny_config(arch: str = "llama", **overrides: Any) -> dict[str, Any]:
+    """A config.json dict for a 2-layer model with hidden size 64 (fields can be overridden)."""
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {sorted(ARCHITECTURES)}")
+    architecture, model_type = ARCHITECTURES[arch]
+    cfg = {
+        "architectures": [architecture], "model_type": model_type, "vocab_size": 257, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "hidden_act": "silu", "max_position_embeddings": 512, "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0, "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+        "torch_dtype": "float32",
+    }
+    cfg.update(overrides)
+    return cfg
+
+
+def make_tiny_checkpoint(path: str | Path, arch: str = "llama", seed: int = 0, **overrides: Any) -> Path:
+    """Write a random tiny checkpoint to directory ``path`` (created if needed); returns the path."""
+    path = Path(path)
+    cfg = tiny_config(arch, **overrides)
+    model = CausalLM(ModelConfig.from_dict(cfg))
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for name, target in sorted(checkpoint_targets(model).items()):
+        noise = torch.randn(target.shape, generator=generator)
+        tensors[name] = 1.0 + 0.1 * noise if name.endswith("norm.weight") else 0.2 * noise
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    return path

@@ -1,0 +1,106 @@
+"""Tests of exercise 200: the attention geometry of a config.json."""
+import random
+
+import pytest
+
+import submission as sub
+
+
+def geometry(cfg):
+    return sub.attention_geometry(cfg)
+
+
+def test_example_llama32():
+    cfg = {"hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_hidden_layers": 16, "torch_dtype": "bfloat16",
+           "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0}}
+    assert geometry(cfg) == {"num_heads": 32, "num_kv_heads": 8, "head_dim": 64, "group_size": 4, "kind": "GQA",
+                             "q_size": 2048, "kv_size": 512, "qkv_rows": 3072, "kv_bytes_per_token": 32768,
+                             "rope_theta": 500000.0, "rope_type": "llama3"}
+
+
+def test_example_indivisible_hidden_size():
+    with pytest.raises(ValueError, match="hidden_size"):
+        geometry({"hidden_size": 64, "num_attention_heads": 6, "num_hidden_layers": 2})
+
+
+def test_defaults():
+    g = geometry({"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 3})
+    assert (g["num_kv_heads"], g["head_dim"], g["group_size"], g["kind"]) == (4, 16, 1, "MHA")
+    assert g["kv_bytes_per_token"] == 2 * 3 * 64 * 4          # float32 when no dtype is given
+    assert (g["rope_theta"], g["rope_type"]) == (10000.0, "default")
+    g = geometry({"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+                  "num_key_value_heads": None, "head_dim": None, "rope_scaling": None})
+    assert (g["num_kv_heads"], g["head_dim"], g["rope_type"]) == (4, 16, "default")
+
+
+def test_explicit_head_dim_wins():
+    # Qwen3-style: heads * head_dim != hidden_size is allowed when head_dim is explicit.
+    g = geometry({"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+                  "num_hidden_layers": 28, "dtype": "bfloat16"})
+    assert (g["q_size"], g["kv_size"], g["qkv_rows"]) == (2048, 1024, 4096)
+    assert g["kv_bytes_per_token"] == 2 * 28 * 1024 * 2
+
+
+def test_mqa_and_single_head():
+    assert geometry({"hidden_size": 48, "num_attention_heads": 6, "num_key_value_heads": 1,
+                     "num_hidden_layers": 1})["kind"] == "MQA"
+    assert geometry({"hidden_size": 48, "num_attention_heads": 1, "num_hidden_layers": 1})["kind"] == "MHA"
+
+
+def test_rope_spellings():
+    base = {"hidden_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1}
+    new = geometry({**base, "rope_parameters": {"rope_type": "linear", "rope_theta": 5000.0, "factor": 2.0},
+                    "rope_theta": 1.0})
+    assert (new["rope_theta"], new["rope_type"]) == (5000.0, "linear")
+    old = geometry({**base, "rope_theta": 300, "rope_scaling": {"type": "dynamic", "factor": 2.0}})
+    assert (old["rope_theta"], old["rope_type"]) == (300.0, "dynamic")
+    assert isinstance(old["rope_theta"], float)
+    plain = geometry({**base, "rope_parameters": {"rope_theta": 7.0}})
+    assert (plain["rope_theta"], plain["rope_type"]) == (7.0, "default")
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"num_key_value_heads": 3}, "num_key_value_heads"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads"),
+    ({"num_attention_heads": -4}, "num_attention_heads"),
+    ({"num_attention_heads": 4.0}, "num_attention_heads"),
+    ({"head_dim": 0}, "head_dim"),
+    ({"num_hidden_layers": True}, "num_hidden_layers"),
+    ({"dtype": "float8"}, "float8"),
+])
+def test_errors_name_the_field(changes, field):
+    cfg = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, **changes}
+    with pytest.raises(ValueError, match=field):
+        geometry(cfg)
+
+
+@pytest.mark.parametrize("missing", ["hidden_size", "num_attention_heads", "num_hidden_layers"])
+def test_missing_required_field(missing):
+    cfg = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    del cfg[missing]
+    with pytest.raises(ValueError, match=missing):
+        geometry(cfg)
+
+
+def test_randomized_geometries():
+    rng = random.Random(200)
+    for _ in range(200):
+        kv_heads = rng.choice([1, 2, 3, 4, 8])
+        group = rng.choice([1, 2, 3, 4, 7])
+        heads, head_dim = kv_heads * group, rng.choice([8, 16, 64, 80, 128])
+        layers, dtype = rng.randint(1, 40), rng.choice(["float32", "bfloat16", "float16"])
+        cfg = {"num_attention_heads": heads, "num_hidden_layers": layers}
+        if rng.random() < 0.5:
+            cfg["hidden_size"] = heads * head_dim              # head_dim derived
+        else:
+            cfg["hidden_size"], cfg["head_dim"] = rng.choice([256, 512, 1000]), head_dim
+        if kv_heads != heads or rng.random() < 0.5:
+            cfg["num_key_value_heads"] = kv_heads
+        cfg[rng.choice(["dtype", "torch_dtype"])] = dtype
+        g = geometry(cfg)
+        size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+        assert g["head_dim"] == head_dim and g["group_size"] == group, cfg
+        assert g["kind"] == ("MHA" if group == 1 else "MQA" if kv_heads == 1 else "GQA"), cfg
+        assert g["qkv_rows"] == (heads + 2 * kv_heads) * head_dim, cfg
+        assert g["kv_bytes_per_token"] == 2 * layers * kv_heads * head_dim * size, cfg

@@ -1,0 +1,18 @@
+"""Exercise 205: a whole Llama/Qwen2 decoder layer (prefill, no KV cache).
+
+Fill in the TODO. Helper functions of your own are welcome.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def decoder_layer(hidden: torch.Tensor, positions: torch.Tensor, weights: dict[str, torch.Tensor],
+                  config: dict) -> torch.Tensor:
+    """hidden [T, H] -> the layer's output [T, H] (see the statement for the formula).
+
+    weights: "input_layernorm.weight", "self_attn.{q,k,v,o}_proj.weight" (+ optional q/k/v ".bias"),
+    "post_attention_layernorm.weight", "mlp.{gate,up,down}_proj.weight".
+    config: num_attention_heads, num_key_value_heads, head_dim, rms_norm_eps, rope_theta.
+    """
+    raise NotImplementedError("TODO: implement decoder_layer")

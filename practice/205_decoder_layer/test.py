@@ -1,0 +1,93 @@
+"""Tests of exercise 205: a decoder layer, checked against mini_platform's DecoderLayer."""
+import pytest
+import torch
+
+import submission as sub
+
+
+def random_layer(seed, hidden, inter, nh, nkv, hd, bias):
+    gen = torch.Generator().manual_seed(seed)
+    shapes = {"input_layernorm.weight": (hidden,), "post_attention_layernorm.weight": (hidden,),
+              "self_attn.q_proj.weight": (nh * hd, hidden), "self_attn.k_proj.weight": (nkv * hd, hidden),
+              "self_attn.v_proj.weight": (nkv * hd, hidden), "self_attn.o_proj.weight": (hidden, nh * hd),
+              "mlp.gate_proj.weight": (inter, hidden), "mlp.up_proj.weight": (inter, hidden),
+              "mlp.down_proj.weight": (hidden, inter)}
+    if bias:
+        shapes.update({"self_attn.q_proj.bias": (nh * hd,), "self_attn.k_proj.bias": (nkv * hd,),
+                       "self_attn.v_proj.bias": (nkv * hd,)})
+    weights = {n: (1 + 0.1 * torch.randn(s, generator=gen)) if "norm" in n else 0.3 * torch.randn(s, generator=gen)
+               for n, s in shapes.items()}
+    return weights
+
+
+def engine_layer(hidden, positions, weights, config, arch):
+    """The engine's answer: mini_platform's DecoderLayer with the CPU kernels and the contiguous cache."""
+    from mini_platform import ops
+    from mini_platform.model.config import ModelConfig
+    from mini_platform.model.contiguous_attention import ContiguousAttention
+    from mini_platform.model.layers import DecoderLayer, RotaryEmbedding
+
+    mc = ModelConfig.from_dict({"architectures": [arch], "vocab_size": 8, "hidden_size": hidden.shape[1],
+                                "intermediate_size": weights["mlp.up_proj.weight"].shape[0], "num_hidden_layers": 1,
+                                "max_position_embeddings": 256, **config})
+    rotary = RotaryEmbedding(mc.head_dim, 256, mc.rope_theta, None)
+    layer = DecoderLayer(mc, 0, rotary, torch.float32)
+    attn, mlp = "self_attn.{}_proj.", "mlp.{}_proj.weight"
+    with torch.no_grad():
+        layer.input_layernorm.weight.copy_(weights["input_layernorm.weight"])
+        layer.post_attention_layernorm.weight.copy_(weights["post_attention_layernorm.weight"])
+        layer.self_attn.qkv_proj.weight.copy_(torch.cat([weights[attn.format(p) + "weight"] for p in "qkv"]))
+        if layer.self_attn.qkv_proj.bias is not None:
+            layer.self_attn.qkv_proj.bias.copy_(torch.cat([weights[attn.format(p) + "bias"] for p in "qkv"]))
+        layer.self_attn.o_proj.weight.copy_(weights[attn.format("o") + "weight"])
+        layer.mlp.gate_up_proj.weight.copy_(torch.cat([weights[mlp.format("gate")], weights[mlp.format("up")]]))
+        layer.mlp.down_proj.weight.copy_(weights[mlp.format("down")])
+        cache = ContiguousAttention(1, hidden.shape[0], mc.num_key_value_heads, mc.head_dim)
+        with ops.use_backend("cpu"):
+            out, residual = layer(positions, hidden, None, cache)
+    return out + residual
+
+
+def test_example():
+    config = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+              "rms_norm_eps": 1e-6, "rope_theta": 10000.0}
+    H, I = 32, 64
+    shapes = {"input_layernorm.weight": (H,), "post_attention_layernorm.weight": (H,),
+              "self_attn.q_proj.weight": (32, H), "self_attn.k_proj.weight": (16, H),
+              "self_attn.v_proj.weight": (16, H), "self_attn.o_proj.weight": (H, 32),
+              "mlp.gate_proj.weight": (I, H), "mlp.up_proj.weight": (I, H), "mlp.down_proj.weight": (H, I)}
+    weights = {name: torch.zeros(shape) for name, shape in shapes.items()}
+    x = torch.randn(5, H, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(sub.decoder_layer(x, torch.arange(5), weights, config), x)
+
+
+@pytest.mark.parametrize("arch, nh, nkv, hd, hidden", [
+    ("LlamaForCausalLM", 4, 4, 8, 32),      # MHA
+    ("LlamaForCausalLM", 8, 2, 16, 64),     # GQA, heads * head_dim != hidden
+    ("Qwen2ForCausalLM", 6, 2, 8, 48),      # GQA with q/k/v bias
+    ("Qwen2ForCausalLM", 4, 1, 16, 32),     # MQA with bias
+])
+def test_matches_the_engine(arch, nh, nkv, hd, hidden):
+    config = {"num_attention_heads": nh, "num_key_value_heads": nkv, "head_dim": hd,
+              "rms_norm_eps": 1e-5, "rope_theta": 500.0}
+    bias = arch == "Qwen2ForCausalLM"
+    weights = random_layer(nh * 10 + nkv, hidden, 80, nh, nkv, hd, bias)
+    gen = torch.Generator().manual_seed(hd)
+    x = torch.randn(7, hidden, generator=gen)
+    positions = torch.tensor([3, 4, 5, 6, 7, 8, 9])       # a prompt that does not start at position 0
+    expected = engine_layer(x, positions, weights, config, arch)
+    torch.testing.assert_close(sub.decoder_layer(x, positions, weights, config), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_causal():
+    config = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "rms_norm_eps": 1e-6,
+              "rope_theta": 10000.0}
+    weights = random_layer(1, 32, 48, 4, 2, 8, False)
+    x = torch.randn(6, 32, generator=torch.Generator().manual_seed(2))
+    full = sub.decoder_layer(x, torch.arange(6), weights, config)
+    changed = x.clone()
+    changed[4:] += 1.0                                     # later tokens must not change earlier outputs
+    torch.testing.assert_close(sub.decoder_layer(changed, torch.arange(6), weights, config)[:4], full[:4])
+    # RoPE encodes relative position: shifting every position by 5 changes nothing, spreading them does
+    torch.testing.assert_close(sub.decoder_layer(x, torch.arange(6) + 5, weights, config), full, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(sub.decoder_layer(x, torch.arange(6) * 3, weights, config), full, atol=1e-3)
