@@ -1,0 +1,83 @@
+"""A CPU emulation of the torch_npu ops this engine calls, in plain torch.
+
+Each op follows the documented semantics of the real one (its docstring names the document or
+source). :func:`emulated_torch_npu` assembles a module named ``torch_npu`` from the ``__all__`` of
+the submodules listed in :data:`SUBMODULES` (those that exist) and installs it in ``sys.modules``
+for the duration of a ``with`` block, so the npu kernel backend, which imports torch_npu at call
+time, runs on CPU tensors. It is never installed silently, and it refuses to shadow a real torch_npu.
+
+Results obtained this way are labelled with :data:`EMULATION_NOTE`.
+
+A submodule may define ``reset_process_state()``: it is called on entry, since the real library
+keeps some state for the life of the process (see ``rotary._npu_rotary_embedding``) and each
+``with`` block stands for a fresh process.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from typing import Iterator
+
+EMULATION_NOTE = "verified against an emulation of torch_npu semantics; not run on Ascend hardware here"
+
+SUBMODULES = ("norm", "rotary", "activation", "attention", "moe")
+
+
+class RealTorchNpuPresentError(RuntimeError):
+    """A real torch_npu is importable; the emulation will not shadow it."""
+
+
+def _is_emulation(module: object) -> bool:
+    return getattr(module, "__emulation__", False) is True
+
+
+def build_module() -> types.ModuleType:
+    """A fresh module named ``torch_npu`` holding every emulated op (not installed anywhere)."""
+    fake = types.ModuleType("torch_npu", f"Emulated torch_npu: {EMULATION_NOTE}.")
+    fake.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
+    fake.__emulation__ = True
+    fake.EMULATION_NOTE = EMULATION_NOTE
+    for name in SUBMODULES:
+        qualname = f"{__name__}.{name}"
+        try:
+            module = importlib.import_module(qualname)
+        except ModuleNotFoundError as exc:
+            if exc.name == qualname:
+                continue  # this family of ops is not emulated (yet)
+            raise
+        reset = getattr(module, "reset_process_state", None)
+        if reset is not None:
+            reset()
+        for op in module.__all__:
+            if hasattr(fake, op):
+                raise RuntimeError(f"emulated op {op!r} is defined twice (second time in {qualname})")
+            setattr(fake, op, getattr(module, op))
+    return fake
+
+
+@contextlib.contextmanager
+def emulated_torch_npu() -> Iterator[types.ModuleType]:
+    """Install the emulation as ``torch_npu`` inside the block; restore the previous state on exit.
+
+    Refuses with :class:`RealTorchNpuPresentError` when a real torch_npu is importable: on an
+    Ascend machine the real library must be used (tests marked ``npu`` do that).
+    """
+    previous = sys.modules.get("torch_npu")
+    if previous is None or not _is_emulation(previous):
+        if previous is not None or importlib.util.find_spec("torch_npu") is not None:
+            raise RealTorchNpuPresentError(
+                "a real torch_npu is importable here; refusing to shadow it with the CPU emulation. "
+                "Run the npu backend against the real library instead (pytest -m npu)")
+    fake = build_module()
+    sys.modules["torch_npu"] = fake
+    try:
+        yield fake
+    finally:
+        if previous is None:
+            sys.modules.pop("torch_npu", None)
+        else:
+            sys.modules["torch_npu"] = previous

@@ -1,0 +1,22 @@
+"""Emulated ``torch_npu.npu_swiglu``.
+
+Source: op-plugin ``op_plugin_functions.yaml`` (``npu_swiglu(Tensor self, int dim=-1) -> Tensor``)
+and ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_swiglu.md``: split ``self`` in two halves along
+``dim``, ``A, B``, and return ``silu(A) * B`` (the first half is the gate, as in vLLM's
+``SiluAndMul``), computed in fp32 and returned in the input dtype. Emulation note: verified against
+an emulation of torch_npu semantics; not run on Ascend hardware here.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["npu_swiglu"]
+
+
+def npu_swiglu(self: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``silu(A) * B`` where ``A, B = self.chunk(2, dim)``; same dtype as ``self``."""
+    if self.shape[dim] % 2:
+        raise ValueError(f"npu_swiglu: dim {dim} of shape {tuple(self.shape)} must have an even size")
+    a, b = self.float().chunk(2, dim=dim)
+    return (F.silu(a) * b).to(self.dtype)

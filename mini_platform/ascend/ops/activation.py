@@ -1,0 +1,13 @@
+"""SiLU-and-multiply on Ascend: ``torch_npu.npu_swiglu(x)`` (the first half of the last dim is the gate),
+as vllm-ascend's ``AscendSiluAndMul`` calls it. torch_npu is imported at call time."""
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]``."""
+    torch_npu = importlib.import_module("torch_npu")
+    return torch_npu.npu_swiglu(x)

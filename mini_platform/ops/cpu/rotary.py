@@ -1,0 +1,42 @@
+"""Rotary position embedding in plain torch: the specification of ``rotary_embedding``."""
+from __future__ import annotations
+
+import torch
+
+
+def check_rotary_args(query: torch.Tensor, key: torch.Tensor, head_size: int,
+                      cos_sin_cache: torch.Tensor) -> int:
+    """Validate the shapes every backend relies on; returns ``rot_dim``."""
+    rot_dim = cos_sin_cache.shape[-1]
+    if rot_dim % 2 or rot_dim > head_size:
+        raise ValueError(f"cos_sin_cache's last dim (rot_dim={rot_dim}) must be even and at most head_size={head_size}")
+    for name, t in (("query", query), ("key", key)):
+        if t.dim() != 2 or t.shape[-1] % head_size:
+            raise ValueError(f"{name} must be [num_tokens, num_heads * head_size] with head_size={head_size}, "
+                             f"got shape {tuple(t.shape)}; flatten the head dims first")
+    return rot_dim
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: int,
+            is_neox_style: bool) -> torch.Tensor:
+    """Rotate the first ``rot_dim`` dims of every head of ``x`` ``[T, n*head_size]``; cos/sin ``[T, rot_dim/2]``."""
+    rot_dim = 2 * cos.shape[-1]
+    heads = x.float().view(x.shape[0], -1, head_size)
+    rot, rest = heads[..., :rot_dim], heads[..., rot_dim:]
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    if is_neox_style:
+        x1, x2 = rot.chunk(2, dim=-1)
+        rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+    else:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+        rotated = torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
+    return torch.cat((rotated, rest), dim=-1).reshape(x.shape).to(x.dtype)
+
+
+def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
+                     cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
+    check_rotary_args(query, key, head_size, cos_sin_cache)
+    cos, sin = cos_sin_cache[positions.long()].float().chunk(2, dim=-1)
+    return (_rotate(query, cos, sin, head_size, is_neox_style),
+            _rotate(key, cos, sin, head_size, is_neox_style))

@@ -1,0 +1,53 @@
+"""Tests of exercise 194: RMSNorm against torch's functional norm, dtypes, the fused residual add."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from submission import fused_add_rms_norm, rms_norm
+
+
+def test_example():
+    x = torch.tensor([[3.0, 4.0], [1.0, -1.0]])
+    torch.testing.assert_close(rms_norm(x, torch.tensor([1.0, 2.0]), eps=0.0),
+                               torch.tensor([[0.8485, 2.2627], [1.0, -2.0]]), atol=1e-4, rtol=0)
+    out = rms_norm(torch.full((1, 4), 300.0, dtype=torch.float16), torch.ones(4, dtype=torch.float16), 1e-6)
+    assert out.dtype == torch.float16 and torch.equal(out, torch.ones(1, 4, dtype=torch.float16))
+    out, res = fused_add_rms_norm(torch.tensor([[1.0, 1.0]]), torch.tensor([[2.0, 3.0]]), torch.ones(2), 0.0)
+    torch.testing.assert_close(res, torch.tensor([[3.0, 4.0]]))
+    torch.testing.assert_close(out, torch.tensor([[0.8485, 1.1314]]), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_random_against_torch(seed, dtype):
+    g = torch.Generator().manual_seed(seed)
+    shape = [(3, 100), (2, 5, 64), (1, 257), (7, 96), (4, 1), (2, 2, 2, 48)][seed]
+    x = (torch.randn(*shape, generator=g) * 3).to(dtype)
+    w = torch.randn(shape[-1], generator=g).to(dtype)
+    eps = [1e-6, 1e-5][seed % 2]
+    x_before = x.clone()
+    out = rms_norm(x, w, eps)
+    assert out.dtype == dtype and out.shape == x.shape and torch.equal(x, x_before)
+    expected = F.rms_norm(x.double(), (shape[-1],), w.double(), eps).to(dtype)
+    tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_fused_add(dtype):
+    g = torch.Generator().manual_seed(42)
+    x, r = torch.randn(4, 80, generator=g).to(dtype), (torch.randn(4, 80, generator=g) * 10).to(dtype)
+    w = torch.randn(80, generator=g).to(dtype)
+    x0, r0 = x.clone(), r.clone()
+    out, res = fused_add_rms_norm(x, r, w, 1e-6)
+    assert torch.equal(x, x0) and torch.equal(r, r0), "inputs must not be modified"
+    assert res.dtype == out.dtype == dtype
+    assert torch.equal(res, (x.float() + r.float()).to(dtype))
+    torch.testing.assert_close(out, rms_norm(res, w, 1e-6), rtol=0, atol=0)
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError):
+        rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6)
+    with pytest.raises(ValueError):
+        fused_add_rms_norm(torch.ones(2, 4), torch.ones(1, 4), torch.ones(4), 1e-6)

@@ -1,0 +1,77 @@
+"""Kernel dispatch: choosing a backend explicitly, and failing loudly when a backend lacks a kernel."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mini_platform import ops
+from mini_platform.ops import KernelUnavailableError
+
+
+def test_kernel_comes_from_the_named_backend_module():
+    import mini_platform.ascend.ops.activation as npu_activation
+    import mini_platform.ops.cpu.layernorm as cpu_layernorm
+    import mini_platform.ops.triton.rotary as triton_rotary
+
+    assert ops.get_kernel("rms_norm", "cpu") is cpu_layernorm.rms_norm
+    assert ops.get_kernel("rotary_embedding", "triton") is triton_rotary.rotary_embedding
+    assert ops.get_kernel("silu_and_mul", "npu") is npu_activation.silu_and_mul
+
+
+def test_precedence_argument_then_block_then_environment_then_platform(monkeypatch):
+    from mini_platform.platforms import current_platform
+
+    monkeypatch.delenv("MINI_PLATFORM_KERNEL_BACKEND", raising=False)
+    assert ops.current_backend() == current_platform.kernel_backend
+    monkeypatch.setenv("MINI_PLATFORM_KERNEL_BACKEND", "triton")
+    assert ops.current_backend() == "triton"
+    with ops.use_backend("npu"):
+        assert ops.current_backend() == "npu"
+        with ops.use_backend("cpu"):
+            assert ops.current_backend() == "cpu"
+        assert ops.current_backend() == "npu"
+        assert ops.current_backend("triton") == "triton"
+    assert ops.current_backend() == "triton"
+
+
+def test_environment_override_reaches_the_kernel(monkeypatch):
+    import mini_platform.ops.triton.layernorm as triton_layernorm
+
+    monkeypatch.setenv("MINI_PLATFORM_KERNEL_BACKEND", "triton")
+    assert ops.get_kernel("rms_norm") is triton_layernorm.rms_norm
+
+
+def test_unknown_backend_and_kernel_are_rejected():
+    with pytest.raises(ValueError, match="unknown kernel backend 'rocm'"):
+        ops.rms_norm(torch.ones(1, 4), torch.ones(4), 1e-6, backend="rocm")
+    with pytest.raises(ValueError, match="unknown kernel backend"):
+        with ops.use_backend("tpu"):
+            pass
+    with pytest.raises(ValueError, match="unknown kernel 'gelu'"):
+        ops.get_kernel("gelu", "cpu")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
+def test_missing_kernel_module_raises_kernel_unavailable(monkeypatch, backend):
+    monkeypatch.setitem(ops.KERNEL_MODULES, "fused_gelu_quant", "gelu_quant")  # no backend has this module
+    with pytest.raises(KernelUnavailableError) as info:
+        ops.get_kernel("fused_gelu_quant", backend)
+    assert (info.value.kernel, info.value.backend) == ("fused_gelu_quant", backend)
+    assert f"'fused_gelu_quant' is not available in the '{backend}' backend" in str(info.value)
+    assert "gelu_quant" in str(info.value)
+
+
+def test_module_without_the_function_raises_kernel_unavailable(monkeypatch):
+    monkeypatch.setitem(ops.KERNEL_MODULES, "gelu_and_mul", "activation")  # module exists, function does not
+    with pytest.raises(KernelUnavailableError, match="does not define it"):
+        ops.get_kernel("gelu_and_mul", "npu")
+    assert isinstance(KernelUnavailableError("k", "b"), NotImplementedError)
+
+
+def test_npu_backend_without_torch_npu_names_the_missing_library():
+    import importlib.util
+
+    if importlib.util.find_spec("torch_npu") is not None:
+        pytest.skip("a real torch_npu is installed")
+    with pytest.raises(ModuleNotFoundError, match="torch_npu"):
+        ops.silu_and_mul(torch.ones(2, 4), backend="npu")
