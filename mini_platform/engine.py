@@ -1,0 +1,259 @@
+"""The public engine: ``LLM`` for offline batches, ``LLMEngine`` for step-by-step streaming.
+
+One engine step = the scheduler picks requests and token counts, the model runner runs them in one
+packed forward over the paged KV cache, the sampler picks one token per request that reached its
+last position, and the scheduler applies the result (stop conditions, freeing finished requests).
+Every input is checked before any work is done: a bad request raises ``ValueError`` saying what to change.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+import torch
+
+from . import ops, plugins
+from .kv_cache import KVCacheManager, cdiv
+from .model import ModelConfig, load_model
+from .model_runner import ModelRunner
+from .platforms import current_platform
+from .sampler import SamplingParams, make_generator, sample
+from .scheduler import Request, Scheduler
+
+Prompt = Union[str, Sequence[int]]
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size.
+DEFAULT_KV_CACHE_BYTES = 1 << 30
+
+
+@dataclass
+class EngineConfig:
+    model: str
+    block_size: int = 16
+    num_kv_blocks: int | None = None
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 2048
+    max_model_len: int | None = None  # None = the model's max_position_embeddings
+    enable_prefix_caching: bool = True
+    enable_chunked_prefill: bool = True
+    dtype: str | torch.dtype = "float32"
+    backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
+    device: str | None = None   # None = the platform's device
+
+    def __post_init__(self) -> None:
+        for name in ("block_size", "max_num_seqs", "max_num_batched_tokens"):
+            _check_positive_int(name, getattr(self, name))
+        for name in ("num_kv_blocks", "max_model_len"):
+            if getattr(self, name) is not None:
+                _check_positive_int(name, getattr(self, name))
+        if not (Path(self.model) / "config.json").is_file():
+            raise ValueError(f"model={self.model!r} is not a checkpoint directory with a config.json")
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    value = getattr(torch, str(dtype), None)
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"dtype={dtype!r} is not a torch floating-point dtype; use 'float32', 'bfloat16' or 'float16'")
+    return value
+
+
+@dataclass
+class RequestOutput:
+    request_id: str
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    finished: bool
+    finish_reason: str | None = None  # "stop", "length", "abort"
+    num_cached_tokens: int = 0        # prompt tokens served from the prefix cache
+    text: str | None = None           # decoded output when the checkpoint has a tokenizer
+
+
+@dataclass
+class _Tokenizer:
+    """The checkpoint's tokenizer, loaded with transformers on first use (None when it has none)."""
+    path: Path
+    _tokenizer: Any = field(default=None, repr=False)
+
+    @property
+    def available(self) -> bool:
+        return any((self.path / name).is_file() for name in TOKENIZER_FILES)
+
+    def get(self) -> Any:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.path))
+        return self._tokenizer
+
+
+class LLMEngine:
+    """Add requests, call :meth:`step` until :meth:`has_unfinished_requests` is False."""
+
+    def __init__(self, model: str | Path, **options: Any) -> None:
+        plugins.load_general_plugins()
+        self.config = config = EngineConfig(model=str(model), **options)
+        current_platform.check_and_update_config(config)
+        if config.backend is not None:
+            ops.current_backend(config.backend)  # an unknown backend name fails here, before loading anything
+        model_config = ModelConfig.from_pretrained(config.model)
+        limit = model_config.max_position_embeddings
+        if config.max_model_len is not None and config.max_model_len > limit:
+            raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
+        self.max_model_len = config.max_model_len or limit
+        dtype = _torch_dtype(config.dtype)
+        device = config.device or current_platform.device_type or "cpu"
+        num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
+
+        self.model_config = model_config
+        self.model = load_model(config.model, dtype=dtype, device=device)
+        self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
+                                   config.enable_chunked_prefill, model_config.eos_token_ids)
+        self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
+        self.tokenizer = _Tokenizer(Path(config.model))
+        self.requests: dict[str, Request] = {}
+        self._ids = itertools.count()
+
+    def _default_num_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
+        bs = self.config.block_size
+        block_bytes = 2 * c.num_hidden_layers * bs * c.num_key_value_heads * c.head_dim * dtype.itemsize
+        wanted = self.config.max_num_seqs * cdiv(self.max_model_len, bs)
+        return max(1, min(wanted, DEFAULT_KV_CACHE_BYTES // block_bytes))
+
+    # -- requests -----------------------------------------------------------------------------------
+    def tokenize(self, prompt: Prompt) -> list[int]:
+        """Token ids of ``prompt`` (a string needs a tokenizer in the checkpoint directory)."""
+        if isinstance(prompt, str):
+            if not self.tokenizer.available:
+                raise ValueError(f"prompt is a string, but {self.config.model} has no tokenizer files "
+                                 f"({', '.join(TOKENIZER_FILES)}); pass a list of token ids instead")
+            return list(self.tokenizer.get().encode(prompt))
+        ids = list(prompt)
+        if not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise ValueError("a prompt must be a string or a list of integer token ids")
+        return ids
+
+    def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
+        """Raise ValueError if this request can never run to completion in this engine."""
+        vocab = self.model_config.vocab_size
+        if not prompt_ids:
+            raise ValueError("the prompt is empty; give at least one token")
+        bad = [t for t in prompt_ids if not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"token id(s) {bad[:5]} are out of range for vocab_size={vocab}")
+        if len(prompt_ids) > self.max_model_len:
+            raise ValueError(f"the prompt has {len(prompt_ids)} tokens, more than the model's context of "
+                             f"max_model_len={self.max_model_len}; shorten it")
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"sampling_params must be a SamplingParams, got {type(params).__name__}")
+        # The most tokens whose K/V the request ever holds: the last sampled token is never fed back.
+        peak = min(len(prompt_ids) + params.max_tokens - 1, self.max_model_len)
+        if self.kv.blocks_needed(peak) > self.kv.num_blocks:
+            raise ValueError(f"the request needs up to {self.kv.blocks_needed(peak)} KV blocks of "
+                             f"{self.kv.block_size} tokens ({peak} tokens), but the cache has {self.kv.num_blocks}; "
+                             f"shorten the prompt, lower max_tokens or raise num_kv_blocks")
+        if not self.config.enable_chunked_prefill and peak > self.config.max_num_batched_tokens:
+            raise ValueError(f"without chunked prefill a request must fit in one step, but this one may need {peak} "
+                             f"tokens (prompt + recomputed outputs) and max_num_batched_tokens="
+                             f"{self.config.max_num_batched_tokens}; raise it or enable_chunked_prefill=True")
+
+    def add_request(self, prompt: Prompt, sampling_params: SamplingParams | None = None,
+                    request_id: str | None = None) -> str:
+        """Queue a request (checked first); returns its id."""
+        params = sampling_params if sampling_params is not None else SamplingParams()
+        prompt_ids = self.tokenize(prompt)
+        self.check_request(prompt_ids, params)
+        if request_id is None:  # the next number not in use
+            request_id = next(i for i in map(str, self._ids) if i not in self.requests)
+        if request_id in self.requests:
+            raise ValueError(f"request id {request_id!r} is already in use")
+        generator = None if params.seed is None else make_generator(params.seed, self.model.device)
+        request = Request(request_id, prompt_ids, params, generator)
+        self.requests[request_id] = request
+        self.scheduler.add(request)
+        return request_id
+
+    def abort(self, request_id: str) -> RequestOutput | None:
+        """Stop a request now (finish reason "abort"); None if it is unknown or already finished."""
+        request = self.scheduler.abort(request_id)
+        if request is None:
+            return None
+        return self._output(self.requests.pop(request_id))
+
+    def has_unfinished_requests(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    # -- the step -------------------------------------------------------------------------------------
+    def step(self) -> list[RequestOutput]:
+        """Run one batch; returns an output for every request that got a new token (finished or not)."""
+        batch = self.scheduler.schedule()
+        if not batch.scheduled:
+            return []
+        logits = self.runner.execute(batch, self.kv)
+        sampling = [s.request for s in batch.scheduled if s.samples]
+        tokens = sample(logits, [r.sampling_params for r in sampling], [r.generator for r in sampling])
+        outputs = []
+        for request in self.scheduler.update(batch, tokens):
+            outputs.append(self._output(request))
+            if request.is_finished:
+                del self.requests[request.request_id]
+        return outputs
+
+    def stats(self) -> dict[str, int]:
+        return {"num_preemptions": self.scheduler.num_preemptions,
+                "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
+                "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks}
+
+    def _output(self, request: Request) -> RequestOutput:
+        text = None
+        if self.tokenizer.available:
+            text = self.tokenizer.get().decode(request.output_token_ids, skip_special_tokens=True)
+        return RequestOutput(request.request_id, request.prompt_token_ids, list(request.output_token_ids),
+                             request.is_finished, request.finish_reason, request.num_cached_tokens, text)
+
+
+class LLM:
+    """Offline batch generation: ``LLM(model=DIR).generate(prompts, SamplingParams(...))``.
+
+    Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
+    requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
+    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None.
+    """
+
+    def __init__(self, model: str | Path, **options: Any) -> None:
+        self.engine = LLMEngine(model, **options)
+
+    def generate(self, prompts: Prompt | Sequence[Prompt],
+                 sampling_params: SamplingParams | Sequence[SamplingParams] | None = None) -> list[RequestOutput]:
+        """One finished output per prompt, in the order given. A single string or a single list of
+        token ids counts as one prompt. Every prompt is checked before any is run."""
+        if isinstance(prompts, str) or (isinstance(prompts, (list, tuple)) and prompts
+                                        and all(isinstance(t, int) for t in prompts)):
+            prompts = [prompts]
+        prompts = list(prompts)
+        if sampling_params is None or isinstance(sampling_params, SamplingParams):
+            params = [sampling_params or SamplingParams()] * len(prompts)
+        else:
+            params = list(sampling_params)
+            if len(params) != len(prompts):
+                raise ValueError(f"got {len(params)} sampling_params for {len(prompts)} prompts; "
+                                 "give one per prompt or a single one for all")
+        engine = self.engine
+        prompt_ids = [engine.tokenize(p) for p in prompts]
+        for ids, p in zip(prompt_ids, params):
+            engine.check_request(ids, p)
+        request_ids = [engine.add_request(ids, p) for ids, p in zip(prompt_ids, params)]
+        finished: dict[str, RequestOutput] = {}
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if out.finished:
+                    finished[out.request_id] = out
+        return [finished[rid] for rid in request_ids]

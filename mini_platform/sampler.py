@@ -1,0 +1,106 @@
+"""Sampling parameters and the sampler: logits of the last position -> the next token of each request.
+
+Per row: greedy (``temperature == 0``) takes the argmax; otherwise the logits are divided by the
+temperature, filtered by top-k then top-p, and one token is drawn. A request with a ``seed`` draws
+from its own ``torch.Generator``, so the same seed gives the same tokens whatever else is in the batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class SamplingParams:
+    """How to pick tokens for one request.
+
+    - ``temperature``: 0 = greedy; otherwise > 0 (higher = flatter).
+    - ``top_k``: keep the k most likely tokens; 0 or -1 keeps all.
+    - ``top_p``: keep the smallest set of most likely tokens whose probability reaches ``top_p``; in (0, 1].
+    - ``max_tokens``: the most tokens to generate (>= 1).
+    - ``seed``: a request-private random stream (None = the engine's shared stream).
+    - ``stop_token_ids``: generation ends after any of these (the token is kept in the output).
+    - ``ignore_eos``: keep going past the model's end-of-sequence token.
+    """
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    seed: int | None = None
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+
+    def __post_init__(self) -> None:
+        def is_int(x: object) -> bool:
+            return isinstance(x, int) and not isinstance(x, bool)
+
+        def is_num(x: object) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+        if not is_num(self.temperature) or not self.temperature >= 0 or self.temperature == float("inf"):
+            raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {self.temperature!r}")
+        if not is_int(self.top_k) or self.top_k < -1:
+            raise ValueError(f"top_k must be an integer >= 1, or 0 / -1 to keep all tokens, got {self.top_k!r}")
+        if not is_num(self.top_p) or not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not is_int(self.max_tokens) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}")
+        if self.seed is not None and not is_int(self.seed):
+            raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
+        self.stop_token_ids = list(self.stop_token_ids)
+        if not all(is_int(t) and t >= 0 for t in self.stop_token_ids):
+            raise ValueError(f"stop_token_ids must be non-negative integers, got {self.stop_token_ids!r}")
+        if not isinstance(self.ignore_eos, bool):
+            raise ValueError(f"ignore_eos must be True or False, got {self.ignore_eos!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def apply_top_k(logits: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
+    """Set to -inf every logit below the row's k-th largest (ties with it are kept). ``top_k`` long ``[B]``;
+    k <= 0 or k >= vocab keeps the whole row."""
+    vocab = logits.shape[-1]
+    k = torch.where((top_k <= 0) | (top_k > vocab), vocab, top_k)
+    kth = logits.sort(dim=-1, descending=True).values.gather(-1, (k - 1).unsqueeze(-1))
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def apply_top_p(logits: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """Keep, per row, the most likely tokens until their probability reaches ``top_p`` (float ``[B]``);
+    the most likely token always survives. Others are set to -inf."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
+    drop_sorted = mass_before >= top_p.unsqueeze(-1)
+    drop_sorted[..., 0] = False
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return generator
+
+
+def sample(logits: torch.Tensor, params: list[SamplingParams],
+           generators: list[torch.Generator | None]) -> list[int]:
+    """One token per row of ``logits`` ``[B, V]`` (fp32). ``generators[i]`` is row i's private stream
+    or None (torch's default stream)."""
+    logits = logits.float()
+    device = logits.device
+    temperature = torch.tensor([p.temperature for p in params], device=device)
+    tokens = logits.argmax(dim=-1)
+    rows = [i for i, p in enumerate(params) if not p.greedy]
+    if rows:
+        idx = torch.tensor(rows, device=device)
+        scaled = logits[idx] / temperature[idx].unsqueeze(-1)
+        scaled = apply_top_k(scaled, torch.tensor([params[i].top_k for i in rows], device=device))
+        scaled = apply_top_p(scaled, torch.tensor([params[i].top_p for i in rows], device=device))
+        probs = scaled.softmax(dim=-1)
+        for j, i in enumerate(rows):
+            tokens[i] = torch.multinomial(probs[j], 1, generator=generators[i]).squeeze(0)
+    return tokens.tolist()
