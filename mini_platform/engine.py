@@ -14,11 +14,10 @@ from typing import Any, Sequence, Union
 
 import torch
 
-from . import ops, plugins
+from . import ops, platforms, plugins
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
 from .model_runner import ModelRunner
-from .platforms import current_platform
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
 
@@ -100,7 +99,8 @@ class LLMEngine:
     def __init__(self, model: str | Path, **options: Any) -> None:
         plugins.load_general_plugins()
         self.config = config = EngineConfig(model=str(model), **options)
-        current_platform.check_and_update_config(config)
+        platform = platforms.current_platform
+        platform.check_and_update_config(config)
         if config.backend is not None:
             ops.current_backend(config.backend)  # an unknown backend name fails here, before loading anything
         model_config = ModelConfig.from_pretrained(config.model)
@@ -109,7 +109,7 @@ class LLMEngine:
             raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
         self.max_model_len = config.max_model_len or limit
         dtype = _torch_dtype(config.dtype)
-        device = config.device or current_platform.device_type or "cpu"
+        device = config.device or platform.device_type or "cpu"
         num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
 
         self.model_config = model_config

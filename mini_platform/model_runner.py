@@ -13,7 +13,7 @@ import torch
 from .kv_cache import KVCacheManager
 from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
-from .platforms import current_platform
+from . import platforms
 from .scheduler import SchedulerOutput
 from .utils import resolve_obj_by_qualname
 
@@ -24,7 +24,7 @@ class ModelRunner:
         c = model.config
         self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, c.num_key_value_heads,
                                             c.head_dim, model.dtype, self.device)
-        attention_cls = resolve_obj_by_qualname(current_platform.get_attn_backend_cls())
+        attention_cls = resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
 
     def prepare(self, batch: SchedulerOutput, kv: KVCacheManager) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
