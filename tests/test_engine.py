@@ -230,7 +230,7 @@ def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):
     with pytest.raises(ValueError, match="config.json"):
         LLM(checkpoints["llama"].parent)
     from mini_platform.ascend.platform import NPUPlatform
-    monkeypatch.setattr("mini_platform.engine.current_platform", NPUPlatform())
+    monkeypatch.setattr("mini_platform.platforms._current_platform", NPUPlatform())
     with pytest.raises(ValueError, match="block_size=4 is not supported"):
         LLM(checkpoints["llama"], block_size=4)
 
