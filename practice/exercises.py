@@ -1,0 +1,260 @@
+"""Exercise discovery, front-matter parsing and validation (shared by the judge and the site build).
+
+An exercise is a folder ``practice/NNN_slug/`` holding ``problem.md``, ``starter.py``,
+``solution.py`` and ``test.py``. ``problem.md`` starts with front matter in a strict YAML subset
+(``key: value`` lines; ints, quoted or bare strings, inline lists; ``#`` comments)::
+
+    ---
+    id: 180
+    title: 平台插件：发现、选择与设备 API 的转发
+    title_en: "Platform plugins: discovery, selection and device-API forwarding"
+    chapter: 1
+    difficulty: easy        # easy | medium | hard
+    requires: []            # [] = pure Python; or [torch], [torch, triton]
+    timeout: 10             # seconds
+    ---
+
+followed by the Chinese statement, a ``## English`` section with the English statement, and the
+shared worked example (``## 示例 / Example``). Standard library only; runs in Pyodide too.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PRACTICE_DIR = Path(__file__).resolve().parent
+FILES = ("problem.md", "starter.py", "solution.py", "test.py")
+DIFFICULTIES = ("easy", "medium", "hard")
+KNOWN_REQUIREMENTS = ("torch", "triton", "torch_npu")
+FIELDS = {"id": int, "title": str, "title_en": str, "chapter": int, "difficulty": str,
+          "requires": list, "timeout": int}
+_DIR_NAME = re.compile(r"^(\d{3})_([a-z0-9]+(?:_[a-z0-9]+)*)$")
+_ENGLISH = re.compile(r"^## English\s*$", re.MULTILINE)
+_H2 = re.compile(r"^## ", re.MULTILINE)
+_EXAMPLE = re.compile(r"^## .*(示例|Example)", re.MULTILINE)
+
+
+class ExerciseError(ValueError):
+    """A malformed or missing exercise; the message is bilingual (Chinese, then English)."""
+
+    def __init__(self, zh: str, en: str) -> None:
+        super().__init__(f"{zh}\n{en}")
+        self.zh, self.en = zh, en
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: int
+    slug: str
+    path: Path            # the exercise folder
+    title: str            # Chinese title
+    title_en: str
+    chapter: int
+    difficulty: str       # easy | medium | hard
+    requires: tuple[str, ...]   # () = pure Python (runs in the browser)
+    timeout: int          # seconds
+    body: str             # problem.md after the front matter
+
+    @property
+    def name(self) -> str:
+        """The folder name, ``NNN_slug``; the workspace file is ``<name>.py``."""
+        return f"{self.id}_{self.slug}"
+
+    @property
+    def pure_python(self) -> bool:
+        return not self.requires
+
+    def metadata(self) -> dict:
+        """The front matter plus name and pure_python, JSON-serialisable (for the site's index)."""
+        return {"id": self.id, "slug": self.slug, "name": self.name, "title": self.title,
+                "title_en": self.title_en, "chapter": self.chapter, "difficulty": self.difficulty,
+                "requires": list(self.requires), "timeout": self.timeout, "pure_python": self.pure_python}
+
+    def file(self, name: str) -> Path:
+        """``problem.md``, ``starter.py``, ``solution.py`` or ``test.py`` of this exercise."""
+        if name not in FILES:
+            raise ValueError(f"unknown exercise file {name!r}; expected one of {FILES}")
+        return self.path / name
+
+    def statement(self, lang: str = "zh") -> str:
+        """The statement in one language ("zh" or "en") followed by the shared sections (example)."""
+        zh, en, shared = split_statement(self.body)
+        return ((en if lang == "en" else zh) + ("\n\n" + shared if shared else "")).strip() + "\n"
+
+    def example_tests(self) -> list[str]:
+        """Names of the ``test_example*`` functions in test.py (read with ast, nothing imported)."""
+        tree = ast.parse(self.file("test.py").read_text(encoding="utf-8"))
+        return [node.name for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_example")]
+
+
+def split_statement(body: str) -> tuple[str, str, str]:
+    """Split a problem body into (Chinese part, English part, shared sections after the English one).
+
+    The English part runs from ``## English`` to the next level-2 heading. Without an English
+    section, both languages get the whole body.
+    """
+    match = _ENGLISH.search(body)
+    if not match:
+        return body.strip(), body.strip(), ""
+    rest = body[match.end():]
+    following = _H2.search(rest)
+    end = following.start() if following else len(rest)
+    return body[:match.start()].strip(), rest[:end].strip(), rest[end:].strip()
+
+
+def _scalar(text: str, where: str):
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text[:1] in "[{\"'" or text[-1:] in "]}\"'":
+        raise ExerciseError(f"{where}：无法解析的值 {text!r}", f"{where}: cannot parse the value {text!r}")
+    return text
+
+
+def _value(text: str, where: str):
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [_scalar(item, where) for item in inner.split(",")] if inner else []
+    return _scalar(text, where)
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "\"'" and quote in (None, ch):
+            quote = None if quote else ch
+        elif ch == "#" and quote is None and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
+
+
+def parse_front_matter(text: str, source: str = "problem.md") -> tuple[dict, str]:
+    """Parse ``---``-delimited front matter; return (fields, body). Raises ExerciseError."""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise ExerciseError(f"{source}：第一行必须是 '---'（front matter 开始）",
+                            f"{source}: the first line must be '---' (start of the front matter)")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise ExerciseError(f"{source}：front matter 没有结束的 '---'",
+                            f"{source}: the front matter has no closing '---'") from None
+    fields: dict = {}
+    for number, raw in enumerate(lines[1:end], start=2):
+        line = _strip_comment(raw).strip()
+        if not line:
+            continue
+        where = f"{source}:{number}"
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ExerciseError(f"{where}：应为 'key: value'，实际是 {raw!r}",
+                                f"{where}: expected 'key: value', got {raw!r}")
+        if key in fields:
+            raise ExerciseError(f"{where}：重复的键 {key!r}", f"{where}: duplicate key {key!r}")
+        fields[key] = _value(value, where)
+    return fields, "\n".join(lines[end + 1:]).strip() + "\n"
+
+
+def _check_fields(fields: dict, source: str) -> None:
+    missing = [key for key in FIELDS if key not in fields]
+    if missing:
+        raise ExerciseError(f"{source}：front matter 缺少字段 {', '.join(missing)}",
+                            f"{source}: the front matter lacks {', '.join(missing)}")
+    for key, kind in FIELDS.items():
+        if not isinstance(fields[key], kind) or (kind is str and not fields[key]):
+            raise ExerciseError(f"{source}：{key} 应为 {kind.__name__}，实际是 {fields[key]!r}",
+                                f"{source}: {key} must be a non-empty {kind.__name__}, got {fields[key]!r}")
+    if fields["difficulty"] not in DIFFICULTIES:
+        raise ExerciseError(f"{source}：difficulty 必须是 {'/'.join(DIFFICULTIES)} 之一，实际是 {fields['difficulty']!r}",
+                            f"{source}: difficulty must be one of {'/'.join(DIFFICULTIES)}, got {fields['difficulty']!r}")
+    unknown = [r for r in fields["requires"] if r not in KNOWN_REQUIREMENTS]
+    if unknown:
+        raise ExerciseError(f"{source}：requires 里有未知的依赖 {unknown}（可用：{', '.join(KNOWN_REQUIREMENTS)}）",
+                            f"{source}: unknown requirements {unknown} (known: {', '.join(KNOWN_REQUIREMENTS)})")
+    if not 1 <= fields["timeout"] <= 600:
+        raise ExerciseError(f"{source}：timeout 应在 1 到 600 秒之间，实际是 {fields['timeout']}",
+                            f"{source}: timeout must be 1..600 seconds, got {fields['timeout']}")
+    expected_chapter = (fields["id"] - 170) // 10
+    if fields["chapter"] != expected_chapter:
+        raise ExerciseError(f"{source}：编号 {fields['id']} 属于第 {expected_chapter} 章，但 chapter 是 {fields['chapter']}",
+                            f"{source}: id {fields['id']} belongs to chapter {expected_chapter}, but chapter is {fields['chapter']}")
+
+
+def load_exercise(path: str | Path) -> Exercise:
+    """Load and validate one exercise folder. Raises ExerciseError naming what is wrong."""
+    path = Path(path)
+    match = _DIR_NAME.match(path.name)
+    if not match:
+        raise ExerciseError(f"{path}：练习目录名应为 NNN_slug（三位编号、小写字母数字和下划线）",
+                            f"{path}: an exercise folder is named NNN_slug (three digits, lowercase letters, digits, underscores)")
+    absent = [name for name in FILES if not (path / name).is_file()]
+    if absent:
+        raise ExerciseError(f"{path}：缺少文件 {', '.join(absent)}", f"{path}: missing {', '.join(absent)}")
+    source = f"{path.name}/problem.md"
+    fields, body = parse_front_matter((path / "problem.md").read_text(encoding="utf-8"), source)
+    _check_fields(fields, source)
+    if fields["id"] != int(match.group(1)):
+        raise ExerciseError(f"{source}：id 是 {fields['id']}，但目录编号是 {match.group(1)}",
+                            f"{source}: id is {fields['id']} but the folder number is {match.group(1)}")
+    return Exercise(id=fields["id"], slug=match.group(2), path=path, title=fields["title"],
+                    title_en=fields["title_en"], chapter=fields["chapter"], difficulty=fields["difficulty"],
+                    requires=tuple(fields["requires"]), timeout=fields["timeout"], body=body)
+
+
+def exercise_dirs(root: str | Path = PRACTICE_DIR) -> list[Path]:
+    """Folders under ``root`` named like an exercise (NNN_slug), sorted by id; nothing is loaded."""
+    return sorted((p for p in Path(root).iterdir() if p.is_dir() and _DIR_NAME.match(p.name)),
+                  key=lambda p: (int(p.name[:3]), p.name))
+
+
+def discover(root: str | Path = PRACTICE_DIR) -> list[Exercise]:
+    """Every exercise under ``root``, validated, sorted by id. Raises ExerciseError on the first bad one
+    or on a duplicate id."""
+    exercises = [load_exercise(p) for p in exercise_dirs(root)]
+    seen: dict[int, Path] = {}
+    for exercise in exercises:
+        if exercise.id in seen:
+            raise ExerciseError(f"编号 {exercise.id} 重复：{seen[exercise.id].name} 和 {exercise.path.name}",
+                                f"duplicate id {exercise.id}: {seen[exercise.id].name} and {exercise.path.name}")
+        seen[exercise.id] = exercise.path
+    return exercises
+
+
+def find(exercise_id: int | str, root: str | Path = PRACTICE_DIR) -> Exercise:
+    """The exercise with this id (loads only that folder). Raises ExerciseError when there is none."""
+    text = str(exercise_id).strip()
+    if not re.fullmatch(r"\d{1,3}", text):
+        raise ExerciseError(f"{text!r} 不是练习编号（应为三位数字，如 180）",
+                            f"{text!r} is not an exercise id (three digits, e.g. 180)")
+    matches = [p for p in exercise_dirs(root) if int(p.name[:3]) == int(text)]
+    if not matches:
+        known = ", ".join(p.name[:3] for p in exercise_dirs(root)) or "-"
+        raise ExerciseError(f"没有编号为 {text} 的练习（现有：{known}）。用 `python practice/judge.py list` 查看。",
+                            f"no exercise {text} (present: {known}). See `python practice/judge.py list`.")
+    if len(matches) > 1:
+        raise ExerciseError(f"编号 {text} 重复：{', '.join(p.name for p in matches)}",
+                            f"duplicate id {text}: {', '.join(p.name for p in matches)}")
+    return load_exercise(matches[0])
+
+
+def validate_layout(exercise: Exercise) -> list[str]:
+    """Problems with an exercise's content beyond its front matter (bilingual, one per item);
+    empty when fine. Used by ``judge.py check`` and the site build."""
+    problems = []
+    if not _ENGLISH.search(exercise.body):
+        problems.append("problem.md 缺少 '## English' 一节 / problem.md has no '## English' section")
+    if not _EXAMPLE.search(exercise.body):
+        problems.append("problem.md 缺少示例一节（## 示例 / Example）/ problem.md has no example section")
+    try:
+        if not exercise.example_tests():
+            problems.append("test.py 没有 test_example* 测试 / test.py has no test_example* test")
+    except SyntaxError as exc:
+        problems.append(f"test.py 有语法错误 / test.py has a syntax error: {exc}")
+    return problems

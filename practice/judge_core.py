@@ -1,0 +1,328 @@
+"""The test-running core of the judge: one function, ``run_tests``, shared by every front end.
+
+The command-line judge (``practice/judge.py``) calls it inside an isolated child process; the
+site's browser worker calls it inside Pyodide (Python 3.14). Both therefore give the same verdict
+for the same code. This module uses only the standard library and pytest: no subprocess, signals,
+threads or torch, so it runs in both places. Time limits, memory limits and killing belong to the
+caller (the child process in the CLI, worker termination in the browser).
+
+``run_tests(test_file, submission_file, workdir) -> dict`` copies the exercise's test file and the
+learner's file into a fresh run directory under ``workdir`` (as ``test.py`` and ``submission.py``),
+imports the submission, runs pytest in-process, removes the run directory and everything it
+imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 1):
+
+    {
+      "schema": 1,
+      "status": str,        # one of STATUSES, see below
+      "message": str,       # why, when the status is not about individual tests ("" otherwise)
+      "details": str,       # traceback of that problem (file:line and source), "" otherwise
+      "tests": [            # in run order; empty when nothing could be collected
+        {"name": "test_example",          # test function name (parametrized: "test_x[3]")
+         "outcome": "passed" | "failed" | "error" | "skipped",
+         "message": str,                  # failed: the assertion with its values, as pytest's
+                                          #   assertion rewriting explains it; error: "Type: text"
+         "details": str,                  # frames in test.py/submission.py: "file:line in func" + source
+         "stdout": str,                   # what the test printed (stdout and stderr together)
+         "duration": float},              # seconds
+      ],
+      "counts": {"passed": int, "failed": int, "error": int, "skipped": int, "total": int},
+      "output": str,        # printed outside any test (e.g. at import time of the submission)
+      "output_truncated": bool,  # more than OUTPUT_LIMIT bytes were printed; the rest was dropped
+      "duration": float,    # seconds for the whole call
+    }
+
+Statuses produced here (the CLI adds ``timeout``, ``crashed`` and, from the process, also
+``memory_limit`` and ``output_limit``):
+
+    accepted      every collected test passed (skipped tests allowed, at least one passed)
+    wrong_answer  some test failed an assertion (or pytest.fail, or pytest.raises saw no exception),
+                  none raised anything else
+    error         a test raised an exception other than AssertionError (incl. SystemExit),
+                  or the submission raised at import time, or pytest itself failed
+    syntax_error  the submission (or test file) cannot be compiled
+    import_error  an import failed: the submission imports a missing module, or the test file
+                  asks the submission for a name it does not define ("missing function")
+    memory_limit  MemoryError was raised (the CLI's child runs under an address-space limit)
+    output_limit  more than OUTPUT_LIMIT bytes were printed
+    no_tests      the test file defines no tests
+    interrupted   KeyboardInterrupt stopped the run (the browser's soft stop)
+
+Precedence when several apply: interrupted, output_limit, memory_limit, then the per-test result.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import pytest
+
+SCHEMA_VERSION = 1
+STATUSES = ("accepted", "wrong_answer", "error", "syntax_error", "import_error",
+            "memory_limit", "output_limit", "no_tests", "interrupted")
+OUTPUT_LIMIT = 1 << 20      # bytes printed per run before the rest is dropped (output_limit)
+TEXT_LIMIT = 8000           # characters kept per message/details/stdout field
+_SUBMISSION, _TEST = "submission", "test"
+_PYTEST_INI = "[pytest]\npython_files = *.py\npython_functions = test*\nxfail_strict = false\n"
+_PYTEST_ARGS = ["-s", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "--tb=no",
+                "--continue-on-collection-errors", "-p", "no:faulthandler", "-p", "no:logging", "-p", "no:doctest",
+                "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:legacypath",
+                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:stepwise"]
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+
+
+class _CappedBytes(io.RawIOBase):
+    """A byte sink that keeps the first ``limit`` bytes and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.total = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        n = len(b)
+        self.total += n
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += bytes(b[:room])
+        return n
+
+    def text(self, start: int = 0, end: int | None = None) -> str:
+        return bytes(self.data[start:end]).decode("utf-8", errors="replace")
+
+    def text_outside(self, spans: list[tuple[int, int]]) -> str:
+        """What was printed outside the given byte ranges."""
+        pieces, position = [], 0
+        for start, end in spans:
+            pieces.append(self.text(position, start))
+            position = end
+        pieces.append(self.text(position))
+        return "".join(pieces)
+
+
+def _frames(excinfo_tb, run_dir: str) -> str:
+    """The traceback frames that lie in the run directory (test.py / submission.py) with their source."""
+    entries: list[list] = []   # [text, repeats]; identical consecutive frames (recursion) folded
+    for frame in traceback.extract_tb(excinfo_tb):
+        if os.path.dirname(os.path.abspath(frame.filename)) == run_dir:
+            text = f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+            text += f"\n    {frame.line}" if frame.line else ""
+            if entries and entries[-1][0] == text:
+                entries[-1][1] += 1
+            else:
+                entries.append([text, 0])
+    lines = [text + (f"\n    [the frame above repeated {n} more times]" if n else "") for text, n in entries]
+    return "\n".join(lines[-20:])
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        where = f" ({os.path.basename(exc.filename or '')}, line {exc.lineno})" if exc.lineno else ""
+        return f"{type(exc).__name__}: {exc.msg}{where}"
+    return _clip("".join(traceback.format_exception_only(type(exc), exc)).strip())
+
+
+class _Collector:
+    """pytest plugin: records each test's outcome, message, traceback and printed output."""
+
+    def __init__(self, run_dir: str, sink: _CappedBytes, stream: io.TextIOWrapper) -> None:
+        self.run_dir, self.sink, self.stream = run_dir, sink, stream
+        self.tests: list[dict] = []
+        self.spans: list[tuple[int, int]] = []   # byte ranges of the sink printed inside tests
+        self.collect_error: BaseException | None = None
+        self.memory = False
+        self.interrupted = False
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.stream.flush()
+        start = len(self.sink.data)
+        self.current = {"name": item.name, "outcome": "passed", "message": "", "details": "",
+                        "stdout": "", "duration": 0.0}
+        try:
+            return (yield)
+        except BaseException as exc:   # KeyboardInterrupt (the browser's stop) ends the session here
+            self.current.update(outcome="error", message=_describe(exc))
+            raise
+        finally:
+            self.stream.flush()
+            self.current["stdout"] = _clip(self.sink.text(start))
+            self.spans.append((start, len(self.sink.data)))
+            self.tests.append(self.current)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        test = self.current
+        test["duration"] = round(test["duration"] + call.duration, 4)
+        if call.excinfo is None or test["outcome"] != "passed":
+            return report
+        exc = call.excinfo.value
+        if report.skipped:
+            test["outcome"], test["message"] = "skipped", _describe(exc)
+            return report
+        self.memory |= isinstance(exc, MemoryError)
+        # A wrong answer: a failed assert, or pytest.fail / pytest.raises' "DID NOT RAISE".
+        failed = call.when == "call" and isinstance(exc, (AssertionError, pytest.fail.Exception))
+        test["outcome"] = "failed" if failed else "error"
+        test["message"] = _clip(call.excinfo.exconly()) if failed else _describe(exc)
+        test["details"] = _clip(_frames(call.excinfo.tb, self.run_dir))
+        return report
+
+    def pytest_sessionstart(self, session):
+        # pytest's terminal reporter keeps the stream it saw at configure time (a null sink);
+        # from here on, everything the code under test prints goes to the capped sink.
+        sys.stdout = sys.stderr = self.stream
+
+    def pytest_exception_interact(self, node, call, report):
+        if call.when == "collect" and call.excinfo is not None and self.collect_error is None:
+            exc = call.excinfo.value
+            while type(exc).__name__ == "CollectError" and exc.__cause__ is not None:
+                exc = exc.__cause__   # pytest wraps the real ImportError/SyntaxError
+            self.collect_error = exc
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.interrupted = True
+
+
+def _import_submission() -> BaseException | None:
+    """Import submission.py once, before pytest, so its own failures are reported as such."""
+    try:
+        __import__(_SUBMISSION)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
+        sys.modules.pop(_SUBMISSION, None)
+        return exc
+    return None
+
+
+def _status_for_exception(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, SyntaxError):
+        return "syntax_error"
+    if isinstance(exc, ImportError):
+        return "import_error"
+    if isinstance(exc, MemoryError):
+        return "memory_limit"
+    return "error"
+
+
+def _purge(run_dir: str) -> None:
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if name in (_SUBMISSION, _TEST) or (path and os.path.abspath(path).startswith(run_dir + os.sep)):
+            del sys.modules[name]
+    while run_dir in sys.path:
+        sys.path.remove(run_dir)
+
+
+def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
+              workdir: str | os.PathLike) -> dict:
+    """Run ``test_file`` against ``submission_file`` in a fresh directory under ``workdir``.
+
+    Returns the verdict described at the top of this module. Never raises for anything the
+    submission does (short of killing the interpreter); a missing input file raises FileNotFoundError.
+    """
+    started = time.perf_counter()
+    for path in (test_file, submission_file):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    run_dir = os.path.realpath(tempfile.mkdtemp(prefix="run-", dir=workdir))
+    shutil.copyfile(test_file, os.path.join(run_dir, _TEST + ".py"))
+    shutil.copyfile(submission_file, os.path.join(run_dir, _SUBMISSION + ".py"))
+    Path(run_dir, "pytest.ini").write_text(_PYTEST_INI)
+
+    sink = _CappedBytes(OUTPUT_LIMIT)
+    stream = io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace", write_through=True)
+    collector = _Collector(run_dir, sink, stream)
+    pytest_log = io.StringIO()   # pytest's own reporting; shown only when pytest itself fails
+    saved_cwd, saved_out, saved_err, saved_bytecode = os.getcwd(), sys.stdout, sys.stderr, sys.dont_write_bytecode
+    saved_autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    _purge(run_dir)
+    sys.path.insert(0, run_dir)
+    sys.dont_write_bytecode = True
+    exit_code, problem = None, None
+    try:
+        os.chdir(run_dir)
+        sys.stdout = sys.stderr = stream
+        problem = _import_submission()
+        if problem is None:
+            sys.stdout = sys.stderr = pytest_log
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"   # the same plugins everywhere
+            exit_code = pytest.main([os.path.join(run_dir, _TEST + ".py"), "-c",
+                                     os.path.join(run_dir, "pytest.ini"), "--rootdir", run_dir,
+                                     *_PYTEST_ARGS], plugins=[collector])
+    except BaseException as exc:  # noqa: BLE001 - pytest.main rarely raises; keep the verdict
+        problem = exc
+    finally:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        os.chdir(saved_cwd)
+        sys.stdout, sys.stderr, sys.dont_write_bytecode = saved_out, saved_err, saved_bytecode
+        if saved_autoload is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved_autoload
+        _purge(run_dir)
+    try:
+        where = "submission.py (import)" if problem is not None else "test.py (collection)"
+        verdict = _verdict(collector, problem or collector.collect_error, where, exit_code, pytest_log.getvalue())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    verdict["duration"] = round(time.perf_counter() - started, 4)
+    return verdict
+
+
+def _verdict(collector: _Collector, problem: BaseException | None, where: str, exit_code,
+             pytest_log: str) -> dict:
+    tests, sink = collector.tests, collector.sink
+    counts = {k: sum(t["outcome"] == k for t in tests) for k in ("passed", "failed", "error", "skipped")}
+    counts["total"] = len(tests)
+    verdict = {"schema": SCHEMA_VERSION, "status": "", "message": "", "details": "", "tests": tests,
+               "counts": counts, "output": _clip(sink.text_outside(collector.spans)),
+               "output_truncated": sink.total > sink.limit, "duration": 0.0}
+    if problem is not None:
+        verdict["message"] = f"{_describe(problem)}  [{where}]"
+        if isinstance(problem, SyntaxError) and problem.lineno:
+            verdict["details"] = f"{os.path.basename(problem.filename or '')}:{problem.lineno}\n    {(problem.text or '').rstrip()}"
+        else:
+            verdict["details"] = _clip(_frames(problem.__traceback__, collector.run_dir))
+
+    if collector.interrupted or isinstance(problem, KeyboardInterrupt):
+        status = "interrupted"
+    elif verdict["output_truncated"]:
+        status = "output_limit"
+    elif collector.memory or isinstance(problem, MemoryError):
+        status = "memory_limit"
+    elif problem is not None:
+        status = _status_for_exception(problem)
+    elif exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        status, verdict["message"] = "error", _clip(f"pytest stopped (exit code {int(exit_code)}):\n{pytest_log[-3000:]}")
+    elif counts["error"]:
+        status = "error"
+    elif counts["failed"]:
+        status = "wrong_answer"
+    elif counts["passed"]:
+        status = "accepted"
+    else:
+        status = "no_tests"
+    verdict["status"] = status
+    prefix = collector.run_dir + os.sep   # keep temporary paths out of what the learner reads
+    for item in (verdict, *tests):
+        for key in ("message", "details"):
+            item[key] = item[key].replace(prefix, "")
+    return verdict

@@ -1,0 +1,348 @@
+"""The isolated judge (practice/judge.py): hostile submissions, the command line, the workspace.
+
+Every judgement here goes through the judge's real path (``run_isolated`` or the command line),
+on a throwaway exercise written into a temporary folder. Timeouts are short (2-3 s) to stay fast.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PRACTICE = ROOT / "practice"
+if str(PRACTICE) not in sys.path:
+    sys.path.insert(0, str(PRACTICE))
+
+import exercises  # noqa: E402
+import judge  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------
+# A throwaway exercise (also used by tests/test_judge_core.py and tests/test_exercises.py)
+
+PROBLEM = """---
+id: {id}
+title: 加倍
+title_en: "Double it"   # a comment
+chapter: 1
+difficulty: easy
+requires: []
+timeout: {timeout}
+---
+
+实现 `double(x)`，返回 `2 * x`。
+
+## English
+
+Implement `double(x)` returning `2 * x`.
+
+## 示例 / Example
+
+```python
+double(2)   # 4
+```
+"""
+
+TEST = """\
+from submission import double
+
+
+def test_example():
+    assert double(2) == 4
+
+
+def test_many():
+    for x in range(-5, 6):
+        assert double(x) == 2 * x
+"""
+
+SOLUTION = "def double(x):\n    return 2 * x\n"
+STARTER = 'def double(x):\n    """Return 2 * x."""\n    raise NotImplementedError("TODO")\n'
+
+
+def make_exercise(root: Path, exercise_id: int = 189, slug: str = "double", *, timeout: int = 3,
+                  problem: str | None = None, test: str = TEST, solution: str = SOLUTION,
+                  starter: str = STARTER) -> Path:
+    """Write the exercise folder ``root/<id>_<slug>`` and return it."""
+    folder = root / f"{exercise_id}_{slug}"
+    folder.mkdir(parents=True)
+    (folder / "problem.md").write_text(problem or PROBLEM.format(id=exercise_id, timeout=timeout), encoding="utf-8")
+    (folder / "test.py").write_text(test, encoding="utf-8")
+    (folder / "solution.py").write_text(solution, encoding="utf-8")
+    (folder / "starter.py").write_text(starter, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def exercise(tmp_path):
+    return exercises.load_exercise(make_exercise(tmp_path / "practice"))
+
+
+def judge_source(exercise, tmp_path, source: str, timeout: float = 3, memory_mb: int | None = None) -> dict:
+    """Judge ``source`` through the real isolated path; also check the file is left untouched."""
+    file = tmp_path / "answer.py"
+    file.write_text(textwrap.dedent(source), encoding="utf-8")
+    before = hashlib.sha256(file.read_bytes()).hexdigest()
+    verdict = judge.run_isolated(exercise, file, timeout, memory_mb or judge.memory_limit_mb(exercise))
+    assert hashlib.sha256(file.read_bytes()).hexdigest() == before, "judging modified the learner's file"
+    json.dumps(verdict)   # always serialisable, whatever the submission printed
+    return verdict
+
+
+def process_gone(pid: int, wait: float = 3.0) -> bool:
+    """True when ``pid`` no longer runs (gone, or a zombie nobody has reaped yet)."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile and broken submissions: none passes, none hangs the judge, the file is never modified
+
+HOSTILE = {
+    "syntax_error": ("def double(x) return 2 * x\n", {"syntax_error"}),
+    "import_error": ("import no_such_module_for_the_judge_test\ndef double(x):\n    return 2 * x\n", {"import_error"}),
+    "missing_function": ("def triple(x):\n    return 3 * x\n", {"import_error"}),
+    "wrong_answer": ("def double(x):\n    return x + 2\n", {"wrong_answer"}),
+    "exception": ("def double(x):\n    raise ValueError('boom')\n", {"error"}),
+    "infinite_loop": ("def double(x):\n    while True:\n        pass\n", {"timeout"}),
+    "sys_exit_at_import": ("import sys\nsys.exit(0)\n", {"error"}),
+    "os_exit_at_import": ("import os\nos._exit(0)\n", {"crashed"}),
+    "sys_exit_in_call": ("import sys\ndef double(x):\n    sys.exit(0)\n", {"error"}),
+    "os_exit_in_call": ("import os\ndef double(x):\n    os._exit(0)\n", {"crashed"}),
+    "segfault": ("import ctypes\ndef double(x):\n    ctypes.string_at(0)\n    return 2 * x\n", {"crashed"}),
+    "allocate_4_gib": ("def double(x):\n    block = bytearray(4 << 30)\n    return 2 * x\n", {"memory_limit"}),
+    "print_20_mb": ("def double(x):\n    print('x' * (20 << 20))\n    return 2 * x\n", {"output_limit"}),
+    "write_20_mb_to_fd": ("import os\ndef double(x):\n    os.write(1, b'y' * (20 << 20))\n    return 2 * x\n",
+                          {"output_limit"}),
+    "infinite_recursion": ("def double(x):\n    return double(x)\n", {"error"}),
+    "ignores_sigterm": ("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                        "def double(x):\n    while True:\n        pass\n", {"timeout"}),
+    "reads_stdin": ("def double(x):\n    return int(input())\n", {"error"}),
+    "wrong_answer_after_stdin_read": ("import sys\ndef double(x):\n    sys.stdin.read()\n    return x\n",
+                                      {"wrong_answer"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_submission_is_contained(exercise, tmp_path, name):
+    source, expected = HOSTILE[name]
+    verdict = judge_source(exercise, tmp_path, source, timeout=2)
+    assert verdict["status"] in expected, (name, verdict["status"], verdict["message"])
+    assert verdict["counts"]["passed"] < 2 or verdict["status"] != "accepted"
+
+
+def test_messages_say_what_happened(exercise, tmp_path):
+    v = judge_source(exercise, tmp_path, HOSTILE["wrong_answer"][0])
+    failed = next(t for t in v["tests"] if t["outcome"] == "failed")
+    assert failed["name"] == "test_many" and "assert" in failed["message"] and "==" in failed["message"]
+    assert "test.py:" in failed["details"]
+    assert "SIGSEGV" in judge_source(exercise, tmp_path, HOSTILE["segfault"][0])["message"]
+    v = judge_source(exercise, tmp_path, HOSTILE["infinite_loop"][0], timeout=2)
+    assert v["details"].startswith(("submission.py:2 in double", "submission.py:3 in double"))   # where it hung
+    v = judge_source(exercise, tmp_path, HOSTILE["infinite_recursion"][0])
+    assert "RecursionError" in v["tests"][0]["message"]
+    v = judge_source(exercise, tmp_path, HOSTILE["missing_function"][0])
+    assert "cannot import name 'double'" in v["message"]
+    v = judge_source(exercise, tmp_path, HOSTILE["reads_stdin"][0])
+    assert "EOFError" in v["tests"][0]["message"]
+
+
+def test_background_process_is_killed_afterwards(exercise, tmp_path):
+    pid_file = tmp_path / "pid"
+    source = f"""\
+        import subprocess, sys
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        open({str(pid_file)!r}, "w").write(str(proc.pid))
+        def double(x):
+            return 2 * x
+        """
+    verdict = judge_source(exercise, tmp_path, source)
+    assert verdict["status"] == "accepted"   # a correct answer still counts, and the judge did not wait
+    assert process_gone(int(pid_file.read_text()))
+
+
+def test_non_daemon_thread_does_not_hold_the_judge(exercise, tmp_path):
+    source = """\
+        import threading, time
+        threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)], daemon=False).start()
+        def double(x):
+            return 2 * x
+        """
+    assert judge_source(exercise, tmp_path, source)["status"] == "accepted"   # not "timeout"
+
+
+def test_non_utf8_output_is_reported_not_fatal(exercise, tmp_path):
+    source = """\
+        import os, sys
+        def double(x):
+            sys.stdout.buffer.write(b"\\xff\\xfe\\x80 raw")
+            sys.stdout.flush()
+            os.write(1, b"\\xc3\\x28")
+            return 2 * x + (x == 3)
+        """
+    verdict = judge_source(exercise, tmp_path, source)
+    assert verdict["status"] == "wrong_answer"
+    assert "\ufffd" in verdict["tests"][0]["stdout"] and "raw" in verdict["tests"][0]["stdout"]
+
+
+def test_forged_or_missing_result_is_never_a_pass(tmp_path):
+    result = tmp_path / "result.json"
+    assert judge._read_result(str(result), "token") is None
+    result.write_text(json.dumps({"token": "guess", "verdict": {"status": "accepted"}}))
+    assert judge._read_result(str(result), "token") is None
+    result.write_text(json.dumps({"token": "token", "verdict": {"status": "accepted"}}))
+    assert judge._read_result(str(result), "token") == {"status": "accepted"}
+
+
+def test_solution_passes_and_starter_fails(exercise, tmp_path):
+    assert judge_source(exercise, tmp_path, SOLUTION)["status"] == "accepted"
+    assert judge_source(exercise, tmp_path, STARTER)["status"] == "error"
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def cli(root: Path, *args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "MINI_PLATFORM_PRACTICE_DIR": str(root), **(env or {})}
+    full_env.pop("NO_COLOR", None)
+    full_env.pop("MINI_PLATFORM_LANG", None)
+    return subprocess.run([sys.executable, str(PRACTICE / "judge.py"), *args], capture_output=True,
+                          text=True, env=full_env, cwd=cwd or root, timeout=60)
+
+
+@pytest.fixture
+def root(tmp_path):
+    root = tmp_path / "practice"
+    make_exercise(root)
+    return root
+
+
+def test_first_use_creates_workspace_then_judges_it(root):
+    first = cli(root, "189")
+    workspace = root / "workspace" / "189_double.py"
+    assert first.returncode == 1
+    assert "实现 `double(x)`" in first.stdout and "运行出错 (error)" in first.stdout   # statement + verdict
+    assert workspace.read_text() == STARTER
+    workspace.write_text(SOLUTION)
+    second = cli(root, "189")
+    assert second.returncode == 0, second.stdout
+    assert "实现 `double(x)`" not in second.stdout and "通过 (accepted)" in second.stdout
+    assert workspace.read_text() == SOLUTION   # never overwritten
+    assert "\033[" not in second.stdout          # no colour when stdout is not a terminal
+
+
+def test_explicit_file_json_and_english(root, tmp_path):
+    answer = tmp_path / "mine.py"
+    answer.write_text("def double(x):\n    return x + 2\n")
+    done = cli(root, "189", str(answer), "--json")
+    verdict = json.loads(done.stdout)
+    assert done.returncode == 1 and verdict["status"] == "wrong_answer" and verdict["exercise"] == 189
+    assert [(t["name"], t["outcome"]) for t in verdict["tests"]] == [("test_example", "passed"), ("test_many", "failed")]
+    assert "assert" in verdict["tests"][1]["message"]
+    english = cli(root, "189", str(answer), "--lang", "en")
+    assert "Result: wrong_answer" in english.stdout and "1/2 tests passed" in english.stdout
+    assert not (root / "workspace").exists()   # judging an explicit file creates no workspace
+
+
+def test_relative_file_path_is_judged_from_the_callers_directory(root, tmp_path):
+    (tmp_path / "mine.py").write_text(SOLUTION)
+    done = cli(root, "189", "mine.py", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["status"] == "accepted"
+
+
+def test_timeout_option_overrides_the_front_matter(root, tmp_path):
+    answer = tmp_path / "loop.py"
+    answer.write_text("def double(x):\n    while True:\n        pass\n")
+    verdict = json.loads(cli(root, "189", str(answer), "--json", "--timeout", "1").stdout)
+    assert verdict["status"] == "timeout" and verdict["timeout"] == 1
+
+
+def test_bad_input_gets_a_bilingual_error(root, tmp_path):
+    for args, needle in [(("999",), "999"), (("abc",), "abc"), (("189", str(tmp_path / "nope.py")), "nope.py")]:
+        done = cli(root, *args)
+        assert done.returncode == 2 and needle in done.stderr
+        assert "错误" in done.stderr and "error" in done.stderr and "Traceback" not in done.stderr
+    problem = root / "189_double" / "problem.md"
+    problem.write_text(problem.read_text().replace("difficulty: easy", "difficulty: trivial"))
+    done = cli(root, "189")
+    assert done.returncode == 2 and "difficulty" in done.stderr and "trivial" in done.stderr
+
+
+def test_list_show_reset_and_state(root):
+    assert "未评测" in cli(root, "list").stdout
+    cli(root, "189")
+    listing = cli(root, "list", "--lang", "en")
+    assert "189" in listing.stdout and "error 0/2" in listing.stdout
+    assert json.loads((root / ".judge_state.json").read_text())["189"]["status"] == "error"
+    shown = cli(root, "show", "189", "--lang", "en")
+    assert "Implement `double(x)`" in shown.stdout and "实现" not in shown.stdout and "double(2)   # 4" in shown.stdout
+    workspace = root / "workspace" / "189_double.py"
+    workspace.write_text("# my work\n")
+    assert cli(root, "reset", "189").returncode == 0
+    assert workspace.read_text() == STARTER
+    backups = list((root / "workspace" / "backup").glob("189_double.*.py"))
+    assert [b.read_text() for b in backups] == ["# my work\n"]
+    workspace.write_text("# more work\n")
+    cli(root, "reset", "189")   # a second reset in the same second keeps both backups
+    assert sorted(b.read_text() for b in (root / "workspace" / "backup").iterdir()) == ["# more work\n", "# my work\n"]
+
+
+def test_doctor_reports_the_machine(root):
+    done = cli(root, "doctor", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 0
+    assert report["pytest"] and report["exercises"] == {"189": "可以"}
+    assert set(report) >= {"python", "torch", "triton", "torch_npu", "TRITON_INTERPRET", "nvidia_gpu", "ascend_npu"}
+
+
+def test_check_accepts_good_exercises_and_flags_bad_ones(tmp_path):
+    root = tmp_path / "practice"
+    make_exercise(root)
+    assert cli(root, "check").returncode == 0
+    make_exercise(root, 188, "starter_passes", starter=SOLUTION)
+    make_exercise(root, 187, "solution_fails", solution="def double(x):\n    return x\n")
+    make_exercise(root, 186, "no_example", test=TEST.replace("test_example", "test_first"))
+    make_exercise(root, 185, "starter_broken", starter="def double(x) pass\n")
+    done = cli(root, "check")
+    assert done.returncode == 1
+    for name in ("188_starter_passes", "187_solution_fails", "186_no_example", "185_starter_broken"):
+        assert f"FAIL {name}" in done.stdout
+    assert "ok   189_double" in done.stdout
+    assert cli(root, "check", "189").returncode == 0
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
+    class Tty:
+        def isatty(self):
+            return True
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert judge.Style(Tty())("x", "31") == "\033[31mx\033[0m"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert judge.Style(Tty())("x", "31") == "x"
+
+
+def test_repo_root_forwarder(root, tmp_path):
+    answer = tmp_path / "ok.py"
+    answer.write_text(SOLUTION)
+    done = subprocess.run([sys.executable, str(ROOT / "judge.py"), "189", str(answer), "--json"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "MINI_PLATFORM_PRACTICE_DIR": str(root)})
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "accepted"

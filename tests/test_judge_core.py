@@ -1,0 +1,137 @@
+"""judge_core.run_tests in-process: the function the CLI's child and the browser worker both call."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+
+import pytest
+
+from test_judge import PRACTICE, SOLUTION, STARTER, TEST
+
+import judge_core  # noqa: E402  (practice/ is on sys.path via test_judge)
+
+
+@pytest.fixture
+def run(tmp_path):
+    """run(submission_source, test_source=TEST) -> verdict, through judge_core.run_tests."""
+    def go(source: str, test: str = TEST) -> dict:
+        (tmp_path / "t.py").write_text(test, encoding="utf-8")
+        (tmp_path / "s.py").write_text(source, encoding="utf-8")
+        verdict = judge_core.run_tests(tmp_path / "t.py", tmp_path / "s.py", tmp_path / "work")
+        json.dumps(verdict)
+        return verdict
+    return go
+
+
+def test_schema_and_accepted(run):
+    verdict = run(SOLUTION)
+    assert set(verdict) == {"schema", "status", "message", "details", "tests", "counts", "output",
+                            "output_truncated", "duration"}
+    assert verdict["status"] == "accepted" and verdict["schema"] == judge_core.SCHEMA_VERSION
+    assert verdict["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0, "total": 2}
+    assert [set(t) for t in verdict["tests"]] == [{"name", "outcome", "message", "details", "stdout", "duration"}] * 2
+    assert verdict["status"] in judge_core.STATUSES
+
+
+def test_failed_assertion_shows_the_values(run):
+    verdict = run("def double(x):\n    return x + 2\n")
+    assert verdict["status"] == "wrong_answer"
+    example, many = verdict["tests"]
+    assert example["outcome"] == "passed" and many["outcome"] == "failed"
+    assert "assert -3 == (2 * -5)" in many["message"] and "where -3 = double(-5)" in many["message"]
+    assert many["details"].startswith("test.py:10 in test_many")
+
+
+def test_missing_expected_exception_is_a_wrong_answer(run):
+    test = TEST + "\nimport pytest\n\ndef test_rejects_strings():\n    with pytest.raises(TypeError):\n        double(None)\n"
+    verdict = run("def double(x):\n    return 2 * (x or 0)\n", test)
+    assert verdict["status"] == "wrong_answer"
+    assert verdict["tests"][-1]["outcome"] == "failed" and "DID NOT RAISE" in verdict["tests"][-1]["message"]
+
+
+def test_exception_in_the_submission_is_an_error_with_its_line(run):
+    verdict = run(STARTER)
+    assert verdict["status"] == "error" and verdict["counts"]["error"] == 2
+    assert verdict["tests"][0]["message"] == "NotImplementedError: TODO"
+    assert "submission.py:3 in double" in verdict["tests"][0]["details"]
+
+
+def test_printed_output_is_kept_per_test_and_outside_tests(run):
+    source = 'import sys\nprint("loading")\ndef double(x):\n    print("got", x)\n    print("warn", file=sys.stderr)\n    return 2 * x\n'
+    verdict = run(source)
+    assert verdict["status"] == "accepted"
+    assert verdict["output"] == "loading\n"
+    assert verdict["tests"][0]["stdout"] == "got 2\nwarn\n"
+    assert verdict["tests"][1]["stdout"].count("got") == 11
+
+
+@pytest.mark.parametrize("source, status, needle", [
+    ("def double(x) return 2 * x\n", "syntax_error", "submission.py:1"),
+    ("def double(x):\nreturn 2 * x\n", "syntax_error", "submission.py:2"),
+    ("import no_such_module_xyz\n", "import_error", "No module named 'no_such_module_xyz'"),
+    ("def triple(x):\n    return 3 * x\n", "import_error", "cannot import name 'double'"),
+    ("import sys\nsys.exit(0)\n", "error", "SystemExit"),
+    ("raise MemoryError\n", "memory_limit", "MemoryError"),
+])
+def test_problems_before_any_test_runs(run, source, status, needle):
+    verdict = run(source)
+    assert verdict["status"] == status and verdict["tests"] == []
+    assert needle in verdict["message"] + verdict["details"]
+    assert "run-" not in verdict["message"]   # temporary paths are not shown
+
+
+def test_system_exit_inside_a_test_fails_that_test(run):
+    verdict = run("import sys\ndef double(x):\n    sys.exit(0)\n")
+    assert verdict["status"] == "error"
+    assert [t["outcome"] for t in verdict["tests"]] == ["error", "error"]
+    assert verdict["tests"][0]["message"] == "SystemExit: 0"
+
+
+def test_memory_error_output_limit_and_interrupt(run):
+    assert run("def double(x):\n    raise MemoryError\n")["status"] == "memory_limit"
+    flood = f"def double(x):\n    print('z' * {judge_core.OUTPUT_LIMIT // 2})\n    return 2 * x\n"
+    verdict = run(flood)
+    assert verdict["status"] == "output_limit" and verdict["output_truncated"]
+    assert verdict["counts"]["passed"] == 2   # the tests themselves passed; the flood is the verdict
+    verdict = run("def double(x):\n    raise KeyboardInterrupt\n")
+    assert verdict["status"] == "interrupted" and verdict["counts"]["passed"] == 0
+
+
+def test_no_tests_and_skips(run):
+    assert run(SOLUTION, "from submission import double\n")["status"] == "no_tests"
+    skipping = TEST + "\nimport pytest\n\n@pytest.mark.skip(reason='later')\ndef test_skipped():\n    pass\n"
+    verdict = run(SOLUTION, skipping)
+    assert verdict["status"] == "accepted" and verdict["counts"]["skipped"] == 1
+
+
+def test_broken_test_file_is_an_error_not_a_pass(run):
+    verdict = run(SOLUTION, "from submission import double\nraise RuntimeError('broken test file')\n")
+    assert verdict["status"] == "error" and "broken test file" in verdict["message"]
+
+
+def test_runs_leave_no_trace_and_do_not_leak_into_each_other(run, tmp_path):
+    cwd, stdout, path = os.getcwd(), sys.stdout, list(sys.path)
+    source = 'open("scratch.txt", "w").write("x")\ndef double(x):\n    return 2 * x\n'
+    assert run(source)["status"] == "accepted"
+    assert run("def double(x):\n    return x\n")["status"] == "wrong_answer"   # a fresh import each time
+    assert run(SOLUTION)["status"] == "accepted"
+    assert (os.getcwd(), sys.stdout, sys.path) == (cwd, stdout, path)
+    assert "submission" not in sys.modules
+    assert "run-" not in (getattr(sys.modules.get("test"), "__file__", None) or "")
+    assert list((tmp_path / "work").iterdir()) == []   # run directories, scratch files, no __pycache__
+    assert not (tmp_path / "scratch.txt").exists()
+
+
+def test_missing_input_file_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        judge_core.run_tests(tmp_path / "nope.py", tmp_path / "nope.py", tmp_path)
+
+
+def test_core_imports_only_the_standard_library_and_pytest():
+    tree = ast.parse((PRACTICE / "judge_core.py").read_text(encoding="utf-8"))
+    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert names - set(sys.stdlib_module_names) == {"pytest"}
+    assert not names & {"subprocess", "signal", "threading", "resource", "multiprocessing"}   # Pyodide has none
