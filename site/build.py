@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""Build the course site: chapters from executed notebooks, and exercises judged in the browser.
+
+    python site/build.py                   # build into site/_build
+    python site/build.py --serve           # build, then serve on http://127.0.0.1:8000/
+    python site/build.py --no-execute      # reuse the cached notebook execution
+    python site/build.py --only-exercises  # skip the chapters (fast, for work on exercises)
+
+The build installs its own front-end dependencies (``npm ci`` in site/web when node_modules is
+missing), downloads the pinned pure-Python wheels pytest needs (``pip download``, cached in
+site/.cache/wheels), byte-compiles Pyodide's standard library and those wheels with Pyodide itself
+under Node and snapshots a warmed-up interpreter (so a browser worker starts in well under a
+second instead of importing pytest from scratch), bundles the CodeMirror editor with esbuild, executes the notebooks with nbclient
+(cached by content hash in site/.cache/notebooks) and renders every page. The result requests
+nothing from any host but the one serving it.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "site"
+WEB = SITE / "web"
+CACHE = SITE / ".cache"
+NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT))
+
+from practice.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
+
+# The wheels `import pytest` needs inside Pyodide, at the versions of Pyodide's own lockfile
+# (node_modules/pyodide/pyodide-lock.json). Pyodide's CDN is not used: these come from PyPI.
+WHEELS = {
+    "pytest-9.0.2-py3-none-any.whl": "711ffd45bf766d5264d487b917733b453d917afd2b0ad65223959f59089f875b",
+    "pluggy-1.6.0-py3-none-any.whl": "e920276dd6813095e9377c0bc5566d94c932c33b27a3e3945d8389c374dd4746",
+    "iniconfig-2.3.0-py3-none-any.whl": "f631c04d2c48c52b84d0d0549c99ff3859c98df65b3101406327ecc7d53fbf12",
+    "packaging-26.1-py3-none-any.whl": "5d9c0669c6285e491e0ced2eee587eaf67b670d94a19e94e3984a481aba6802f",
+    "pygments-2.20.0-py3-none-any.whl": "81a9e26dd42fd28a23a2d169d86d7ac03b46e2f8b59ed4698fb4785f946d0176",
+}
+# Python modules shipped into the browser's site-packages next to the wheels.
+RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", WEB / "src" / "browser_runner.py")
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
+DIFFICULTY = {"easy": ("简单", "easy"), "medium": ("中等", "medium"), "hard": ("困难", "hard")}
+JUDGE_COMMAND = "python practice/judge.py {id}"
+
+
+class BuildError(RuntimeError):
+    """A build step failed; the message says which and what to do."""
+
+
+def log(message: str) -> None:
+    print(f"[site] {message}", flush=True)
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(cmd: list[str], cwd: Path, what: str) -> None:
+    try:
+        subprocess.run(cmd, cwd=cwd, check=True)
+    except FileNotFoundError as exc:
+        raise BuildError(f"{what}: {cmd[0]} is not installed ({exc}). Install Node.js 20+ (with npm).") from None
+    except subprocess.CalledProcessError as exc:
+        raise BuildError(f"{what} failed (exit {exc.returncode}): {' '.join(cmd)} in {cwd}") from None
+
+
+# ---------------------------------------------------------------- dependencies
+
+def ensure_node_modules() -> None:
+    """`npm ci` when a pinned front-end dependency is missing from node_modules or has another version."""
+    pinned = json.loads((WEB / "package.json").read_text())["dependencies"]
+    for name, version in pinned.items():
+        installed = WEB / "node_modules" / name / "package.json"
+        if not installed.is_file() or json.loads(installed.read_text())["version"] != version:
+            log(f"npm ci (front-end dependencies from site/web/package-lock.json; {name} {version} is missing)")
+            run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], WEB, "npm ci")
+            return
+
+
+def ensure_wheels() -> list[Path]:
+    """The pinned wheels in site/.cache/wheels, downloaded with pip when absent, hashes checked."""
+    folder = CACHE / "wheels"
+    missing = [name for name in WHEELS if not (folder / name).is_file()]
+    if missing:
+        log(f"pip download {len(missing)} wheel(s) for the browser runner")
+        specs = ["==".join(name.split("-")[:2]) for name in missing]
+        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.14", "-d", str(folder), *specs], ROOT, "pip download")
+    for name, digest in WHEELS.items():
+        if sha256(folder / name) != digest:
+            (folder / name).unlink()
+            raise BuildError(f"{folder / name} does not have the pinned sha256 {digest}; it was removed, build again.")
+    return [folder / name for name in WHEELS]
+
+
+def build_runtime(out: Path, wheels: list[Path]) -> None:
+    """Copy Pyodide; add the precompiled standard library, site-packages and the warm interpreter
+    snapshot (all made by precompile.mjs, cached by the hash of their inputs)."""
+    pyodide = WEB / "node_modules" / "pyodide"
+    key = hashlib.sha256()
+    for path in (pyodide / "package.json", WEB / "src" / "precompile.mjs", *wheels, *RUNNER_MODULES):
+        key.update(path.read_bytes())
+    compiled = CACHE / "runtime" / key.hexdigest()[:16]
+    if not (compiled / "snapshot.bin").is_file():
+        log("byte-compiling the standard library and pytest, and snapshotting them, with Pyodide under Node")
+        shutil.rmtree(compiled.parent, ignore_errors=True)   # older inputs' outputs
+        compiled.mkdir(parents=True)
+        run(["node", str(WEB / "src" / "precompile.mjs"), str(pyodide), str(compiled), *map(str, wheels),
+             *map(str, RUNNER_MODULES)], WEB, "precompiling Python files")
+    (out / "pyodide").mkdir(parents=True)
+    for name in PYODIDE_FILES:
+        shutil.copy2(pyodide / name, out / "pyodide" / name)
+    shutil.copy2(compiled / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip")
+    # Only the interpreter's identity: no package list, so nothing can be fetched by name.
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
+    (out / "pyodide" / "pyodide-lock.json").write_text(json.dumps({"info": lock["info"], "packages": {}}))
+    (out / "runtime").mkdir()
+    for name in ("site-packages.zip", "snapshot.bin"):
+        shutil.copy2(compiled / name, out / "runtime" / name)
+
+
+def build_assets(out: Path) -> None:
+    """Bundle the page scripts with esbuild; copy the worker and the stylesheet."""
+    assets = out / "assets"
+    run([str(WEB / "node_modules" / ".bin" / "esbuild"), "src/index.js", "src/runner.js", "src/exercise.js", "--bundle",
+         "--format=esm", "--minify", "--log-level=warning", f"--outdir={assets}"], WEB, "esbuild")
+    shutil.copy2(WEB / "src" / "worker.js", assets / "worker.js")
+    from pygments.formatters import HtmlFormatter
+
+    css = (WEB / "static" / "style.css").read_text(encoding="utf-8")
+    (assets / "style.css").write_text(css + "\n" + HtmlFormatter(style="friendly").get_style_defs(".highlight"),
+                                      encoding="utf-8")
+
+
+# ---------------------------------------------------------------- notebooks
+
+def notebook_key(path: Path) -> str:
+    """Hash of the notebook and of the engine code its outputs come from."""
+    digest = hashlib.sha256(path.read_bytes())
+    for source in sorted((ROOT / "mini_platform").rglob("*.py")):
+        digest.update(source.relative_to(ROOT).as_posix().encode() + source.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def execute_notebook(path: Path, execute: bool):
+    """The executed notebook: from the cache when its key matches, else run with nbclient."""
+    import nbformat
+
+    folder = CACHE / "notebooks"
+    cached = folder / f"{path.stem}-{notebook_key(path)}.ipynb"
+    if cached.is_file():
+        return nbformat.read(cached, as_version=4)
+    if not execute:
+        older = sorted(folder.glob(f"{path.stem}-*.ipynb"), key=lambda p: p.stat().st_mtime)
+        if older:
+            log(f"{path.name}: changed since its cached execution; using the older outputs (--no-execute)")
+            return nbformat.read(older[-1], as_version=4)
+        log(f"{path.name}: never executed; rendering it without outputs (--no-execute)")
+        return nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
+    state = {"index": 0, "count": 0}
+
+    live = sys.stdout.isatty()
+
+    def on_start(cell, cell_index):
+        state["index"] = cell_index
+        if cell.cell_type == "code":
+            state["count"] += 1
+            if live:
+                print(f"\r[site] executing {path.name}: code cell {state['count']}/{code_cells}", end="", flush=True)
+
+    if not live:
+        log(f"executing {path.name} ({code_cells} code cells)")
+    started = time.perf_counter()
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", on_cell_start=on_start,
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        print(end="\n" if live else "", flush=True)
+        cell = nb.cells[state["index"]]
+        first = (cell.source.strip().splitlines() or [""])[0]
+        raise BuildError(f"{shown(path)}: cell {state['index'] + 1} (code cell {state['count']}, "
+                         f"starting {first!r}) raised {exc.ename}: {exc.evalue}\n"
+                         f"Fix the notebook or the code it calls, then build again.") from None
+    print(end="\n" if live else "")
+    log(f"{path.name} executed in {time.perf_counter() - started:.1f} s")
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(f"{path.stem}-*.ipynb"):
+        stale.unlink()
+    nbformat.write(nb, cached)
+    return nb
+
+
+def chapter_title(nb, fallback: str) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"^#\s+(.+)$", cell.source, re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    return fallback
+
+
+def render_notebook(nb) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    return body
+
+
+# ---------------------------------------------------------------- pages
+
+def markdown(text: str) -> str:
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    return markdown2html_mistune(text)
+
+
+def templates():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(WEB / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(difficulty=DIFFICULTY, judge_command=JUDGE_COMMAND)
+    return env
+
+
+def script_json(data) -> str:
+    """JSON safe to put inside <script type="application/json">."""
+    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def build_chapters(out: Path, env, execute: bool, exercises: list[Exercise]) -> list[dict]:
+    paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    chapters = []
+    for path in paths:
+        nb = execute_notebook(path, execute)
+        chapters.append({"number": int(path.name[:2]), "stem": path.stem, "title": chapter_title(nb, path.stem),
+                         "href": f"chapters/{path.stem}.html", "body": render_notebook(nb)})
+    for i, chapter in enumerate(chapters):
+        write(out / chapter["href"], env.get_template("chapter.html.j2").render(
+            root="../", chapter=chapter, prev=chapters[i - 1] if i else None,
+            next=chapters[i + 1] if i + 1 < len(chapters) else None,
+            exercises=[e for e in exercises if e.chapter == chapter["number"]]))
+    log(f"{len(chapters)} chapter page(s)")
+    return chapters
+
+
+def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[dict]) -> None:
+    by_number = {c["number"]: c for c in chapters}
+    for i, ex in enumerate(exercises):
+        if ex.pure_python:
+            check_browser_imports(ex)
+        zh, en, shared = split_statement(ex.body)
+        data = {"id": ex.id, "timeout": ex.timeout, "starter": ex.file("starter.py").read_text(encoding="utf-8")}
+        if ex.pure_python:
+            data["test"] = ex.file("test.py").read_text(encoding="utf-8")
+        starter = "" if ex.pure_python else markdown(f"```python\n{data['starter']}\n```")
+        write(out / "exercises" / f"{ex.id}.html", env.get_template("exercise.html.j2").render(
+            root="../", ex=ex, zh=markdown(zh), en=markdown(en), shared=markdown(shared) if shared else "",
+            data=script_json(data), starter=starter, chapter=by_number.get(ex.chapter),
+            prev=exercises[i - 1] if i else None, next=exercises[i + 1] if i + 1 < len(exercises) else None))
+    log(f"{len(exercises)} exercise page(s), {sum(e.pure_python for e in exercises)} runnable in the browser")
+
+
+BROWSER_MODULES = set(sys.stdlib_module_names) | {"pytest", "submission"}
+
+
+def check_browser_imports(exercise: Exercise) -> None:
+    """A browser-runnable exercise may import only what the worker has: the standard library and pytest."""
+    for name in ("test.py", "solution.py", "starter.py"):
+        for node in ast.walk(ast.parse(exercise.file(name).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                modules = [node.module or ""]
+            else:
+                continue
+            for module in modules:
+                if module.split(".")[0] not in BROWSER_MODULES:
+                    raise BuildError(f"{exercise.name}/{name}:{node.lineno} imports {module}, which the browser runner "
+                                     f"does not have (standard library and pytest only). Add it to `requires` in "
+                                     f"problem.md, or drop the import.")
+
+
+def check_self_contained(out: Path) -> None:
+    """Fail when a built page or script would load anything from another host."""
+    pattern = re.compile(r"""(?:\bsrc\s*=\s*["']?|<link[^>]*href\s*=\s*["']?|url\(\s*["']?|\bimport\s*\(?\s*["'])"""
+                         r"""(?:https?:)?//""", re.IGNORECASE)
+    for path in out.rglob("*"):
+        if path.suffix in (".html", ".js", ".css") and path.is_file():
+            match = pattern.search(path.read_text(encoding="utf-8", errors="replace"))
+            if match:
+                raise BuildError(f"{path.relative_to(out)} would load from another host: {match.group(0)!r}")
+
+
+def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None:
+    started = time.perf_counter()
+    ensure_node_modules()
+    wheels = ensure_wheels()
+    exercises = discover()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    build_runtime(out, wheels)
+    build_assets(out)
+    env = templates()
+    chapters = [] if only_exercises else build_chapters(out, env, execute, exercises)
+    build_exercises(out, env, exercises, chapters)
+    write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
+                                                                        exercises=exercises))
+    check_self_contained(out)
+    log(f"built {out} in {time.perf_counter() - started:.1f} s")
+
+
+# ---------------------------------------------------------------- serving
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files plus the headers that make the page cross-origin isolated (SharedArrayBuffer,
+    so a running exercise can be interrupted without killing its worker)."""
+
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+def make_server(directory: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+    """A server for ``directory`` on 127.0.0.1 (port 0: any free port); call serve_forever()."""
+    handler = lambda *a, **kw: Handler(*a, directory=str(directory), **kw)  # noqa: E731
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=SITE / "_build", help="output folder (default: site/_build)")
+    parser.add_argument("--no-execute", action="store_true", help="reuse cached notebook outputs, run nothing")
+    parser.add_argument("--only-exercises", action="store_true", help="build the index and exercise pages only")
+    parser.add_argument("--serve", action="store_true", help="serve the built site on 127.0.0.1 afterwards")
+    parser.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    try:
+        build(out, execute=not args.no_execute, only_exercises=args.only_exercises)
+    except (BuildError, ExerciseError) as exc:
+        print(f"[site] build failed: {exc}", file=sys.stderr)
+        return 1
+    if args.serve:
+        server = make_server(out, args.port)
+        log(f"serving {out} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C stops)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

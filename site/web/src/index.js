@@ -1,0 +1,3 @@
+import { initSite } from "./site.js";
+
+initSite();

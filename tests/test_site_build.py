@@ -1,0 +1,125 @@
+"""site/build.py without a browser: notebook execution and its cache, rendering, serving, offline check."""
+from __future__ import annotations
+
+import base64
+import importlib.util
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# A 1x1 PNG, standing in for a matplotlib figure.
+PNG = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5f6e8590000000049454e44ae426082")).decode()
+
+
+@pytest.fixture(scope="module")
+def build():
+    spec = importlib.util.spec_from_file_location("site_build", ROOT / "site" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def cache(build, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "CACHE", tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+def notebook(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 第一章 标题")] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_broken_cell_fails_the_build_naming_notebook_and_cell(build, cache, tmp_path):
+    path = notebook(tmp_path / "07_broken.ipynb", "x = 1", "print('ok')", "1 / 0")
+    with pytest.raises(build.BuildError) as err:
+        build.execute_notebook(path, execute=True)
+    message = str(err.value)
+    assert "07_broken.ipynb" in message and "cell 4" in message and "code cell 3" in message
+    assert "ZeroDivisionError" in message and "1 / 0" in message
+    assert not list(cache.rglob("*.ipynb"))   # nothing half-executed is cached
+
+
+def test_execution_is_cached_by_content_and_no_execute_reuses_it(build, cache, tmp_path, monkeypatch):
+    path = notebook(tmp_path / "08_ok.ipynb", "print(6 * 7)")
+    executed = build.execute_notebook(path, execute=True)
+    assert executed.cells[1].outputs[0]["text"] == "42\n"
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a cached notebook was executed again")
+
+    import nbclient
+
+    monkeypatch.setattr(nbclient, "NotebookClient", no_kernel)
+    assert build.execute_notebook(path, execute=True).cells[1].outputs[0]["text"] == "42\n"
+    notebook(path, "print(6 * 7)  # edited")   # changed: its key no longer matches
+    stale = build.execute_notebook(path, execute=False)
+    assert stale.cells[1].outputs[0]["text"] == "42\n"   # --no-execute falls back to the older outputs
+    with pytest.raises(AssertionError, match="executed again"):
+        build.execute_notebook(path, execute=True)
+
+
+def test_rendered_chapter_keeps_figures_answers_and_highlighting_and_loads_nothing(build, tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 标题\n\n1. 问题？\n\n<details><summary>答案</summary>\n\n**是** $x^2$\n\n</details>\n"),
+                nbformat.v4.new_code_cell("import math", outputs=[nbformat.v4.new_output(
+                    "display_data", data={"image/png": PNG, "text/plain": "<Figure>"})])]
+    html = build.render_notebook(nb)
+    assert f"data:image/png;base64,{PNG}" in html
+    assert "<details><summary>答案</summary>" in html and "<strong>是</strong>" in html
+    assert '<span class="kn">import</span>' in html   # pygments, on the server
+    assert build.chapter_title(nb, "x") == "标题"
+    out = tmp_path / "site"
+    (out / "chapters").mkdir(parents=True)
+    (out / "chapters" / "01.html").write_text(f"<html><body>{html}</body></html>")
+    build.check_self_contained(out)   # nbconvert's require.js / MathJax references are gone
+    (out / "chapters" / "02.html").write_text('<script src="https://cdn.example.org/x.js"></script>')
+    with pytest.raises(build.BuildError, match="02.html would load from another host"):
+        build.check_self_contained(out)
+
+
+def test_server_binds_localhost_with_isolation_headers_and_wasm_type(build, tmp_path):
+    (tmp_path / "a.wasm").write_bytes(b"\0asm")
+    (tmp_path / "b.mjs").write_text("export {}")
+    server = build.make_server(tmp_path)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address
+        assert host == "127.0.0.1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/a.wasm") as response:
+            assert response.headers["Content-Type"] == "application/wasm"
+            assert response.headers["Cross-Origin-Opener-Policy"] == "same-origin"
+            assert response.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/b.mjs") as response:
+            assert response.headers["Content-Type"].startswith("text/javascript")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_browser_exercises_may_import_only_the_standard_library_and_pytest(build, tmp_path):
+    from practice.exercises import Exercise
+
+    folder = tmp_path / "189_demo"
+    folder.mkdir()
+    (folder / "starter.py").write_text("import math\n")
+    (folder / "solution.py").write_text("from collections import Counter\nfrom . import sibling\n")
+    (folder / "test.py").write_text("import pytest\nfrom submission import f\n")
+    exercise = Exercise(id=189, slug="demo", path=folder, title="t", title_en="t", chapter=1,
+                        difficulty="easy", requires=(), timeout=10, body="")
+    build.check_browser_imports(exercise)
+    (folder / "solution.py").write_text("import json\n\nimport numpy as np\n")
+    with pytest.raises(build.BuildError, match=r"189_demo/solution.py:3 imports numpy"):
+        build.check_browser_imports(exercise)
