@@ -20,7 +20,8 @@ Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing f
 wall_time, timeout, memory_limit_mb, process_output / process_stderr (what the child wrote to its
 real stdout/stderr, capped: a faulthandler report after a crash or a timeout). For timeout and
 crashed, ``details`` names the submission's frames where it was ("submission.py:12 in f").
-The last verdict of each exercise is kept in practice/.judge_state.json (git-ignored).
+The last verdict of each exercise's workspace file is kept in practice/.judge_state.json (git-ignored);
+judging another file records nothing.
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
 folder of exercises, with its own workspace and state; used by the tests).
 """
@@ -402,7 +403,8 @@ def cmd_judge(args) -> int:
     timeout = args.timeout if args.timeout is not None else exercise.timeout
     verdict = run_isolated(exercise, file, timeout, args.memory or memory_limit_mb(exercise))
     verdict.update(exercise=exercise.id, file=str(file))
-    save_verdict(exercise, verdict, file)
+    if file.resolve() == workspace_file(exercise).resolve():   # progress is the workspace's verdict only
+        save_verdict(exercise, verdict, file)
     if args.json:
         print(json.dumps(verdict, ensure_ascii=False, indent=1))
     else:

@@ -258,6 +258,7 @@ def test_explicit_file_json_and_english(root, tmp_path):
     english = cli(root, "189", str(answer), "--lang", "en")
     assert "Result: wrong_answer" in english.stdout and "1/2 tests passed" in english.stdout
     assert not (root / "workspace").exists()   # judging an explicit file creates no workspace
+    assert not (root / ".judge_state.json").exists()   # ... and records no progress
 
 
 def test_relative_file_path_is_judged_from_the_callers_directory(root, tmp_path):
