@@ -44,6 +44,16 @@ def test_failed_assertion_shows_the_values(run):
     assert many["details"].startswith("test.py:10 in test_many")
 
 
+def test_only_the_test_file_gets_assertion_rewriting(run):
+    """Modules the tests import (torch's, in real exercises) load normally: rewriting them is slow."""
+    test = ("import sys\n\n"
+            "def test_library_module_is_not_rewritten():\n"
+            "    sys.modules.pop('colorsys', None)\n"
+            "    import colorsys\n"
+            "    assert type(colorsys.__loader__).__name__ != 'AssertionRewritingHook'\n")
+    assert run(SOLUTION, test)["status"] == "accepted"
+
+
 def test_missing_expected_exception_is_a_wrong_answer(run):
     test = TEST + "\nimport pytest\n\ndef test_rejects_strings():\n    with pytest.raises(TypeError):\n        double(None)\n"
     verdict = run("def double(x):\n    return 2 * (x or 0)\n", test)
