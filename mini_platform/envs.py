@@ -3,7 +3,7 @@
 | variable | meaning |
 | --- | --- |
 | ``MINI_PLATFORM`` | select exactly one platform plugin (out-of-tree or built-in) by name; no other plugin module is imported (SGLang's rule) |
-| ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform (vLLM's ``VLLM_TARGET_DEVICE``) |
+| ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time) |
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
 """

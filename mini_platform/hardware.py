@@ -20,6 +20,9 @@ from typing import MutableMapping
 
 logger = logging.getLogger(__name__)
 
+# Evidence from PCI config space only: the card is in the box, but no driver exposes it to this
+# process (no driver loaded, or a container started without the device). Detectors ignore it.
+PCI_DEVICES = "/sys/bus/pci/devices"
 NVIDIA_PCI_VENDOR = "0x10de"
 HUAWEI_PCI_VENDOR = "0x19e5"
 _NVIDIA_NODE = re.compile(r"^nvidia(\d+)$")
@@ -61,7 +64,7 @@ def _count_nodes(directory: Path, pattern: re.Pattern[str]) -> int:
 
 
 def _pci_functions(root: str | os.PathLike[str], vendor: str, class_prefixes: tuple[str, ...]) -> int:
-    devices = _under(root, "/sys/bus/pci/devices")
+    devices = _under(root, PCI_DEVICES)
     found = 0
     try:
         entries = list(devices.iterdir())
@@ -90,7 +93,7 @@ def nvidia_device_count(root: str | os.PathLike[str] = "/") -> tuple[int, str]:
             return count, path
     # 0x0300 VGA controller, 0x0302 3D controller.
     count = _pci_functions(root, NVIDIA_PCI_VENDOR, ("0x0300", "0x0302"))
-    return count, ("/sys/bus/pci/devices" if count else "")
+    return count, (PCI_DEVICES if count else "")
 
 
 def ascend_device_count(root: str | os.PathLike[str] = "/") -> tuple[int, str]:
@@ -100,7 +103,7 @@ def ascend_device_count(root: str | os.PathLike[str] = "/") -> tuple[int, str]:
         return count, "/dev"
     # 0x12 is the PCI base class "processing accelerators".
     count = _pci_functions(root, HUAWEI_PCI_VENDOR, ("0x12",))
-    return count, ("/sys/bus/pci/devices" if count else "")
+    return count, (PCI_DEVICES if count else "")
 
 
 def probe(root: str | os.PathLike[str] = "/") -> list[Accelerator]:

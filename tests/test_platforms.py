@@ -205,10 +205,41 @@ def test_envs_parsing():
     (2, True, "mini_platform.platforms.cuda.CudaPlatform"),
 ])
 def test_builtin_detectors_are_exclusive(monkeypatch, gpus, cuda_build, expected):
+    monkeypatch.delenv("MINI_PLATFORM_TARGET_DEVICE", raising=False)
     monkeypatch.setattr(hardware, "nvidia_device_count", lambda root="/": (gpus, "/dev" if gpus else ""))
     monkeypatch.setattr(platforms, "_torch_is_cuda_build", lambda: cuda_build)
     found = {name: detect() for name, detect in platforms.BUILTIN_DETECTORS.items()}
     assert [q for q in found.values() if q] == [expected]
+
+
+@pytest.fixture
+def nvidia_host(monkeypatch):
+    """A host with two NVIDIA GPUs behind a loaded driver and a CUDA build of torch; no plugin considered."""
+    monkeypatch.delenv("MINI_PLATFORM_TARGET_DEVICE", raising=False)
+    monkeypatch.delenv("MINI_PLATFORM", raising=False)
+    monkeypatch.setattr(hardware, "nvidia_device_count", lambda root="/": (2, "/dev"))
+    monkeypatch.setattr(platforms, "_torch_is_cuda_build", lambda: True)
+
+
+def test_cpu_target_selects_the_cpu_platform_on_a_gpu_host(nvidia_host, monkeypatch):
+    cpu, cuda = "mini_platform.platforms.cpu.CpuPlatform", "mini_platform.platforms.cuda.CudaPlatform"
+    resolve = platforms.resolve_current_platform_cls_qualname
+    assert resolve({"MINI_PLATFORM_PLUGINS": ""}) == cuda
+    # The target given in `env` counts, even when os.environ has none ...
+    assert resolve({"MINI_PLATFORM_PLUGINS": "", "MINI_PLATFORM_TARGET_DEVICE": "cpu"}) == cpu
+    # ... and so does the process environment's, which the test suite itself relies on.
+    monkeypatch.setenv("MINI_PLATFORM_TARGET_DEVICE", "cpu")
+    assert resolve() == cpu
+
+
+def test_gpus_seen_only_in_pci_config_space_are_not_used(monkeypatch, caplog):
+    monkeypatch.delenv("MINI_PLATFORM_TARGET_DEVICE", raising=False)
+    monkeypatch.setattr(hardware, "nvidia_device_count", lambda root="/": (2, hardware.PCI_DEVICES))
+    monkeypatch.setattr(platforms, "_torch_is_cuda_build", lambda: True)
+    with caplog.at_level(logging.WARNING, logger="mini_platform.platforms"):
+        assert platforms.cuda_platform_plugin() is None
+    assert platforms.cpu_platform_plugin() == "mini_platform.platforms.cpu.CpuPlatform"
+    assert "no driver device node" in caplog.text
 
 
 def test_torch_cuda_build_is_read_from_torch_version_file():
@@ -370,6 +401,9 @@ def test_ascend_register_is_none_without_torch_npu(monkeypatch):
 def test_ascend_register_needs_torch_npu_and_a_device(monkeypatch, fake_torch_npu):
     monkeypatch.setattr(hardware, "ascend_device_count", lambda root="/": (0, ""))
     assert ascend.register() is None
+    # NPUs in PCI config space but no /dev/davinci node (a container started without the devices).
+    monkeypatch.setattr(hardware, "ascend_device_count", lambda root="/": (8, hardware.PCI_DEVICES))
+    assert ascend.register() is None
     monkeypatch.setattr(hardware, "ascend_device_count", lambda root="/": (2, "/dev"))
     assert resolve_obj_by_qualname(ascend.register()) is NPUPlatform
 
@@ -458,6 +492,50 @@ def test_a_failed_resolution_is_not_cached(fresh_platform, monkeypatch):
     with pytest.raises(PlatformResolutionError, match="two plugins"):
         mini_platform.current_platform
     assert type(mini_platform.current_platform) is RecordingPlatform
+
+
+class DeadlockGuardLock:
+    """A non-reentrant lock that fails a test where a plain Lock would wait forever on its own holder."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        if not self._lock.acquire(timeout=5):
+            raise AssertionError("the resolving thread waited for the lock it holds (deadlock)")
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+def test_reading_current_platform_while_it_resolves_raises_instead_of_hanging(fresh_platform, monkeypatch):
+    monkeypatch.setattr(platforms, "_lock", DeadlockGuardLock())
+    attempts = []
+
+    def plugin_reading_current_platform_too_early():
+        attempts.append(1)
+        if len(attempts) == 1:
+            return mini_platform.current_platform  # what a plugin module doing it at import would do
+        return RECORDING
+
+    monkeypatch.setattr(platforms, "resolve_current_platform_cls_qualname", plugin_reading_current_platform_too_early)
+    with pytest.raises(RuntimeError, match="current_platform was accessed while it is being resolved"):
+        mini_platform.current_platform
+    assert not platforms._lock.locked() and platforms._current_platform is None
+    assert type(mini_platform.current_platform) is RecordingPlatform  # the next access resolves normally
+
+
+def test_an_attribute_error_while_resolving_is_not_swallowed(fresh_platform, monkeypatch):
+    def broken():
+        raise AttributeError("module 'torch' has no attribute 'npu'")
+
+    monkeypatch.setattr(platforms, "resolve_current_platform_cls_qualname", broken)
+    with pytest.raises(RuntimeError, match="has no attribute 'npu'") as info:
+        hasattr(mini_platform, "current_platform")  # would be a silent False if it stayed an AttributeError
+    assert isinstance(info.value.__cause__, AttributeError)
 
 
 def test_current_platform_follows_the_test_environment(fresh_platform):

@@ -21,11 +21,19 @@ def _torch_npu_installed() -> bool:
 
 
 def register() -> str | None:
-    """Detector: the NPU platform when torch_npu is installed and an NPU device node exists."""
+    """Detector: the NPU platform when torch_npu is installed and an NPU device node (/dev/davinciN) exists.
+
+    A card seen only in PCI config space does not count: without its device node (a container started
+    without ``--device /dev/davinciN``, or no driver) CANN cannot open it.
+    """
     if not _torch_npu_installed():
         return None
     count, evidence = hardware.ascend_device_count()
     if not count:
         logger.info("torch_npu is installed but no Ascend device was found under /dev or /sys")
+        return None
+    if evidence == hardware.PCI_DEVICES:
+        logger.warning("Found %d Ascend NPU(s) in %s but no /dev/davinci* device node; not using the NPU",
+                       count, evidence)
         return None
     return "mini_platform.ascend.platform.NPUPlatform"

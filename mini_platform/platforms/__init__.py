@@ -6,6 +6,7 @@ so that nothing probes hardware at import time.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -14,7 +15,7 @@ import threading
 from importlib.metadata import EntryPoint
 from typing import Any, Mapping
 
-from .. import hardware, plugins
+from .. import envs, hardware, plugins
 from ..utils import resolve_obj_by_qualname
 from .interface import Platform, PlatformEnum, UnspecifiedPlatform
 from .resolution import UNSPECIFIED, Detector, PlatformResolutionError, resolve_platform
@@ -44,25 +45,32 @@ def _torch_is_cuda_build() -> bool:
 
 
 def _usable_nvidia_gpus() -> bool:
-    return hardware.nvidia_device_count()[0] > 0 and _torch_is_cuda_build()
+    # PCI functions alone are not enough: with no driver device node (a container started without
+    # the GPUs, a host without the driver) CUDA cannot use the card.
+    count, evidence = hardware.nvidia_device_count()
+    return count > 0 and evidence != hardware.PCI_DEVICES and _torch_is_cuda_build()
 
 
 def cuda_platform_plugin() -> str | None:
-    """Active when an NVIDIA GPU is visible in the driver's files and torch is a CUDA build.
+    """Active when the NVIDIA driver exposes a GPU (/dev or /proc) and torch is a CUDA build.
 
     Reads /dev, /proc and /sys only: it never creates a CUDA context.
     """
     if _usable_nvidia_gpus():
         return "mini_platform.platforms.cuda.CudaPlatform"
     count, evidence = hardware.nvidia_device_count()
-    if count:
+    if count and evidence == hardware.PCI_DEVICES:
+        logger.warning("Found %d NVIDIA GPU(s) in %s but no driver device node; not using CUDA", count, evidence)
+    elif count:
         logger.warning("Found %d NVIDIA GPU(s) in %s, but torch is not a CUDA build", count, evidence)
     return None
 
 
-def cpu_platform_plugin() -> str | None:
-    """The CPU fallback: active unless a usable NVIDIA GPU makes the cuda platform active."""
-    return None if _usable_nvidia_gpus() else "mini_platform.platforms.cpu.CpuPlatform"
+def cpu_platform_plugin(env: Mapping[str, str] | None = None) -> str | None:
+    """Active when the CPU is the explicit target, else as the fallback when the cuda platform is not."""
+    if envs.target_device(env) == "cpu" or not _usable_nvidia_gpus():
+        return "mini_platform.platforms.cpu.CpuPlatform"
+    return None
 
 
 BUILTIN_DETECTORS: dict[str, Detector] = {"cpu": cpu_platform_plugin, "cuda": cuda_platform_plugin}
@@ -83,21 +91,37 @@ def resolve_current_platform_cls_qualname(env: Mapping[str, str] | None = None) 
     # one of resolve_platform's rules and does not apply to an explicit MINI_PLATFORM selection.
     oot = {name: _entry_point_detector(ep)
            for name, ep in plugins.discover(plugins.PLATFORM_PLUGINS_GROUP, {}).items()}
-    return resolve_platform(BUILTIN_DETECTORS, oot, env)
+    builtin = dict(BUILTIN_DETECTORS)
+    if builtin.get("cpu") is cpu_platform_plugin:  # honour the CPU target of `env`, not only of os.environ
+        builtin["cpu"] = functools.partial(cpu_platform_plugin, env)
+    return resolve_platform(builtin, oot, env)
 
 
 _lock = threading.Lock()
 _current_platform: Platform | None = None
+_resolving_thread: int | None = None  # the thread inside _resolve_current_platform, if any
 
 
 def _resolve_current_platform() -> Platform:
-    global _current_platform
+    global _current_platform, _resolving_thread
+    if _resolving_thread == threading.get_ident():
+        # A plugin module (or a detector) read current_platform while it is being resolved: waiting
+        # for our own lock would hang forever.
+        raise RuntimeError("current_platform was accessed while it is being resolved; a platform plugin "
+                           "must not read current_platform at import or detection time")
     with _lock:
-        if _current_platform is None:
-            qualname = resolve_current_platform_cls_qualname()
-            platform_cls = resolve_obj_by_qualname(qualname)
-            platform_cls.prepare_process_env(os.environ)
-            _current_platform = platform_cls()
+        if _current_platform is None:  # another thread may have resolved it while we waited
+            _resolving_thread = threading.get_ident()
+            try:
+                qualname = resolve_current_platform_cls_qualname()
+                platform_cls = resolve_obj_by_qualname(qualname)
+                platform_cls.prepare_process_env(os.environ)
+                _current_platform = platform_cls()
+            except AttributeError as exc:
+                # Escaping a module __getattr__, it would read as "no attribute current_platform".
+                raise RuntimeError(f"resolving current_platform failed: {type(exc).__name__}: {exc}") from exc
+            finally:
+                _resolving_thread = None
         return _current_platform
 
 
