@@ -140,6 +140,16 @@ def test_rotary_embedding_rejects_partial_heads(emulated_npu):
         emulated_npu._npu_rotary_embedding(t([0], torch.long), torch.ones(1, 8), torch.ones(1, 8), 8, CACHE, True)
 
 
+def test_rotary_embedding_needs_one_row_per_position(emulated_npu):
+    # [2, 8] holds as many numbers as [4, 4]: rows must still match the 4 positions, not be reshaped to fit
+    with pytest.raises(ValueError, match="ntokens=4"):
+        emulated_npu._npu_rotary_embedding(t([0, 1, 0, 1], torch.long), torch.ones(2, 8), torch.ones(4, 4), 4,
+                                           CACHE, True)
+    q = torch.ones(0, 8)  # no tokens: nothing to rotate
+    emulated_npu._npu_rotary_embedding(t([], torch.long), q, torch.ones(0, 4), 4, CACHE, True)
+    assert q.shape == (0, 8)
+
+
 # -- the context manager -------------------------------------------------------------------------------
 
 def test_context_installs_and_restores():

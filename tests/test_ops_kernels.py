@@ -175,6 +175,8 @@ def test_silu_and_mul_agrees(backend_on, dtype, shape):
     (3, 1, 24, True), (5, 5, 40, False),   # partial rotary (rot_dim 16), odd head counts
 ])
 def test_rotary_embedding_agrees(backend_on, dtype, num_heads, num_kv_heads, head_size, is_neox):
+    if backend_on == ("npu", "npu") and dtype == torch.float32:
+        pytest.skip("the ATB rope op on Ascend takes fp16/bf16 query and key only")
     T = 7
     positions = torch.randint(0, COS_SIN.shape[0], (T,), generator=torch.Generator().manual_seed(16))
     q = rand(T, num_heads * head_size, dtype=dtype, seed=17)
@@ -184,6 +186,49 @@ def test_rotary_embedding_agrees(backend_on, dtype, num_heads, num_kv_heads, hea
     q_ref, k_ref = ops.rotary_embedding(*args, backend="cpu")
     assert_agrees(q_out, q_ref, dtype)
     assert_agrees(k_out, k_ref, dtype)
+
+
+def test_partial_rotary_of_one_token_and_one_head_leaves_its_inputs_alone(backend_on):
+    """T = 1 and a single kv head: the rotary slice of such a key is "contiguous" as it stands, so a
+    backend that takes ``.contiguous()`` for a copy rotates the caller's tensor in place (``run`` checks)."""
+    q, k = rand(1, 2 * 24, seed=23), rand(1, 24, seed=24)
+    q_out, k_out = run(backend_on, ops.rotary_embedding, torch.tensor([5]), q, k, 24, COS_SIN, True)
+    q_ref, k_ref = ops.rotary_embedding(torch.tensor([5]), q, k, 24, COS_SIN, True, backend="cpu")
+    assert_agrees(q_out, q_ref, torch.float32)
+    assert_agrees(k_out, k_ref, torch.float32)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
+def test_every_backend_rejects_bad_shapes_with_the_same_clear_error(backend, request):
+    if backend == "npu":
+        if REAL_TORCH_NPU:
+            pytest.skip("a real torch_npu is installed: the emulation refuses to shadow it")
+        request.getfixturevalue("emulated_npu")
+    q, k = rand(4, 32), rand(4, 16)
+    # positions must give one entry per row: a shorter one would be read past its end on a GPU
+    for positions, key in ((torch.arange(2), k), (torch.arange(4)[None], k), (torch.arange(4), k[:3])):
+        with pytest.raises(ValueError, match="positions must be \\[num_tokens\\]"):
+            ops.rotary_embedding(positions, q, key, 16, COS_SIN, True, backend=backend)
+    with pytest.raises(ValueError, match="weight must have shape \\(16,\\)"):
+        ops.rms_norm(k, torch.ones(8), EPS, backend=backend)
+    with pytest.raises(ValueError, match="residual shape \\(1, 16\\) must equal x shape \\(4, 16\\)"):
+        ops.fused_add_rms_norm(k, k[:1], torch.ones(16), EPS, backend=backend)  # would broadcast silently
+    with pytest.raises(ValueError, match="even last dimension"):
+        ops.silu_and_mul(rand(2, 5), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
+@pytest.mark.parametrize("rot_dim", [16, 8])
+def test_every_backend_accepts_zero_tokens(backend, rot_dim, request):
+    if backend == "npu":
+        if REAL_TORCH_NPU:
+            pytest.skip("a real torch_npu is installed: the emulation refuses to shadow it")
+        request.getfixturevalue("emulated_npu")
+    empty = torch.zeros(0, dtype=torch.long)
+    q, k = ops.rotary_embedding(empty, rand(0, 32), rand(0, 16), 16, rope_cache(4, rot_dim), False, backend=backend)
+    assert q.shape == (0, 32) and k.shape == (0, 16)
+    assert ops.rms_norm(rand(0, 16), torch.ones(16), EPS, backend=backend).shape == (0, 16)
+    assert ops.silu_and_mul(rand(0, 16), backend=backend).shape == (0, 8)
 
 
 def test_triton_rotary_masks_non_power_of_two_sizes_and_strided_input():

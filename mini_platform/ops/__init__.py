@@ -116,6 +116,8 @@ def rotary_embedding(positions, query, key, head_size: int, cos_sin_cache, is_ne
                      backend: str | None = None):
     """Rotate ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` by position; returns new ``(query, key)``.
 
+    ``positions`` is ``[T]``, one entry per row of query and key.
+
     ``cos_sin_cache`` is ``[max_position, rot_dim]``: cos in the first half, sin in the second.
     Neox style rotates the halves of each head (``x[:d/2]``, ``x[d/2:]``); the interleaved style rotates
     pairs ``(x[0], x[1]), (x[2], x[3]), ...``. Only the first ``rot_dim`` dims of each head rotate.

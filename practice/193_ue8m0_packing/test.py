@@ -24,6 +24,11 @@ def test_encode_rounds_up_to_a_power_of_two_exactly():
     assert encode_ue8m0(448.0 / 448.0) == 127
     assert encode_ue8m0(6.0 / 448.0) == 121                # 0.0134 -> 2**-6
     assert encode_ue8m0(2.0 ** -127 * 1.5) == 1
+    # One ulp above a power of two must round up at every exponent; ceil(log2(x)) misses these
+    # because log2 rounds the tiny excess away once the exponent has a few bits.
+    assert encode_ue8m0(math.nextafter(2.0 ** 60, math.inf)) == 127 + 61
+    assert encode_ue8m0(math.nextafter(2.0 ** -60, 1.0)) == 127 - 59
+    assert encode_ue8m0(math.nextafter(2.0 ** 100, math.inf)) == 127 + 101
     for x in (0.0, -1.0, math.inf, math.nan, 2.0 ** 127 * 1.01, 2.0 ** -128):
         with pytest.raises(ValueError):
             encode_ue8m0(x)

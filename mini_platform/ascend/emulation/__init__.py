@@ -10,7 +10,8 @@ Results obtained this way are labelled with :data:`EMULATION_NOTE`.
 
 A submodule may define ``reset_process_state()``: it is called on entry, since the real library
 keeps some state for the life of the process (see ``rotary._npu_rotary_embedding``) and each
-``with`` block stands for a fresh process.
+``with`` block stands for a fresh process. That state lives in the submodule, so a nested block
+resets it for the outer block too (the outer block then continues with the inner block's state).
 """
 from __future__ import annotations
 

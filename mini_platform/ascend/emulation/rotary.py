@@ -17,8 +17,12 @@ Sources:
   ``'half'`` mode and ``(-x[1::2], x[::2])`` interleaved in ``'interleave'`` mode; 3-D/4-D inputs,
   ``r1``/``r2`` broadcast against ``x``.
 
-Both compute in fp32 and return the input dtype. Emulation note: verified against an emulation of
-torch_npu semantics; not run on Ascend hardware here.
+Both compute in fp32 and return the input dtype. Where the emulation is more lenient than the
+hardware: the ATB Rope operation behind ``_npu_rotary_embedding`` (CANN ``RopeOperation`` page) takes
+``query``/``key`` ``[ntokens, hidden]`` in float16/bfloat16 only (a float32 cos table is its
+high-precision mode); the emulation also accepts float32 ``query``/``key`` so fp32 models can run the
+npu backend here. Emulation note: verified against an emulation of torch_npu semantics; not run on
+Ascend hardware here.
 """
 from __future__ import annotations
 
@@ -75,7 +79,7 @@ def _npu_rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: tor
     if rot_dim != head_size:
         raise ValueError(f"_npu_rotary_embedding rotates whole heads: cos_sin_cache width {rot_dim} must equal "
                          f"head_size {head_size}; pass only the rotary part of each head")
-    T = positions.numel()
+    T = positions.numel()  # the op flattens positions: one token per entry
     cos, sin = _static_cos_sin_cache.float().chunk(2, dim=-1)
     if is_neox_style:
         cos, sin = cos.repeat(1, 2), sin.repeat(1, 2)
@@ -84,9 +88,9 @@ def _npu_rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: tor
     flat = positions.flatten().long()
     cos, sin = cos[flat][:, None, :], sin[flat][:, None, :]
     for name, t in (("query", query), ("key", key)):
-        if not t.is_contiguous() or t.numel() % (T * head_size):
-            raise ValueError(f"_npu_rotary_embedding: {name} must be contiguous with {T} rows of whole heads "
-                             f"of size {head_size}, got shape {tuple(t.shape)}")
-        heads = t.view(T, -1, head_size)
+        if not t.is_contiguous() or t.dim() != 2 or t.shape[0] != T or t.shape[1] % head_size:
+            raise ValueError(f"_npu_rotary_embedding: {name} must be contiguous [ntokens={T}, num_heads * {head_size}] "
+                             f"(one row per position, whole heads), got shape {tuple(t.shape)}")
+        heads = t.view(T, t.shape[1] // head_size, head_size)
         x = heads.float()
         heads.copy_(x * cos + _rotate(x, not is_neox_style) * sin)

@@ -6,8 +6,11 @@ import importlib
 
 import torch
 
+from ...ops.cpu.activation import check_gate_up
+
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]``."""
     torch_npu = importlib.import_module("torch_npu")
+    check_gate_up(x)
     return torch_npu.npu_swiglu(x)

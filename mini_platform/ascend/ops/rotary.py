@@ -1,9 +1,12 @@
 """Rotary embedding on Ascend: ``torch_npu._npu_rotary_embedding``, called as vllm-ascend v0.9.1–v0.23 did.
 
 The op works in place on ``query.view(T, -1)`` and ``key.view(T, -1)`` and rotates whole heads, so
-this out-of-place kernel rotates contiguous copies; for partial rotary (``rot_dim < head_size``) it
-passes only the first ``rot_dim`` dims of each head, with ``head_size=rot_dim``, and concatenates the
-untouched rest back, as vllm-ascend's ``rope_forward_oot`` does.
+this out-of-place kernel rotates contiguous copies. For partial rotary (``rot_dim < head_size``) it
+passes only the first ``rot_dim`` dims of each head and concatenates the untouched rest back, the
+same slicing as vllm-ascend's ``rope_forward_oot`` (v0.10 and later). vllm-ascend passes its full
+``head_size`` there; we pass ``rot_dim``, the width of the rows the op now sees: the ATB Rope op takes
+the head width from the cos table and uses ``head_size`` only as the rotation coefficient of the
+interleaved style, which must equal that width.
 
 Beware on real hardware: the op builds its cos/sin tables from the ``cos_sin_cache`` of its *first*
 call and keeps them in a C++ static for the life of the process (op-plugin ``RopeAtb.cpp``); a
@@ -23,17 +26,20 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
     torch_npu = importlib.import_module("torch_npu")
-    rot_dim = check_rotary_args(query, key, head_size, cos_sin_cache)
+    rot_dim = check_rotary_args(positions, query, key, head_size, cos_sin_cache)
     if rot_dim == head_size:
         query = query.clone(memory_format=torch.contiguous_format)
         key = key.clone(memory_format=torch.contiguous_format)
         torch_npu._npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style)
         return query, key
     T = query.shape[0]
-    q_heads, k_heads = query.view(T, -1, head_size), key.view(T, -1, head_size)
-    q_rot = q_heads[..., :rot_dim].contiguous().view(T, -1)  # fresh copies of the rotary parts
-    k_rot = k_heads[..., :rot_dim].contiguous().view(T, -1)
-    torch_npu._npu_rotary_embedding(positions, q_rot, k_rot, rot_dim, cos_sin_cache, is_neox_style)
-    q = torch.cat((q_rot.view(T, -1, rot_dim), q_heads[..., rot_dim:]), dim=-1).view(T, -1)
-    k = torch.cat((k_rot.view(T, -1, rot_dim), k_heads[..., rot_dim:]), dim=-1).view(T, -1)
+    q_heads = query.view(T, query.shape[1] // head_size, head_size)
+    k_heads = key.view(T, key.shape[1] // head_size, head_size)
+    # Fresh copies of the rotary parts (``.contiguous()`` would return the input itself when T = heads = 1).
+    q_rot = q_heads[..., :rot_dim].clone(memory_format=torch.contiguous_format)
+    k_rot = k_heads[..., :rot_dim].clone(memory_format=torch.contiguous_format)
+    torch_npu._npu_rotary_embedding(positions, q_rot.flatten(1), k_rot.flatten(1), rot_dim, cos_sin_cache,
+                                    is_neox_style)  # views: the op writes through to q_rot, k_rot
+    q = torch.cat((q_rot, q_heads[..., rot_dim:]), dim=-1).view(query.shape)
+    k = torch.cat((k_rot, k_heads[..., rot_dim:]), dim=-1).view(key.shape)
     return q, k

@@ -5,9 +5,14 @@ import torch
 import torch.nn.functional as F
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]``, in fp32, returned in x's dtype."""
+def check_gate_up(x: torch.Tensor) -> None:
+    """The last dim holds the gate and up halves, so it must be even (every backend relies on it)."""
     if x.shape[-1] % 2:
         raise ValueError(f"silu_and_mul needs an even last dimension (gate and up halves), got {x.shape[-1]}")
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]``, in fp32, returned in x's dtype."""
+    check_gate_up(x)
     gate, up = x.float().chunk(2, dim=-1)
     return (F.silu(gate) * up).to(x.dtype)

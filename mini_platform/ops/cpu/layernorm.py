@@ -4,8 +4,17 @@ from __future__ import annotations
 import torch
 
 
+def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None = None) -> None:
+    """Validate the shapes every backend relies on: weight ``[H]`` for x ``[..., H]``, residual shaped like x."""
+    if weight.shape != (x.shape[-1],):
+        raise ValueError(f"weight must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(weight.shape)}")
+    if residual is not None and residual.shape != x.shape:
+        raise ValueError(f"residual shape {tuple(residual.shape)} must equal x shape {tuple(x.shape)}")
+
+
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x * rsqrt(mean(x**2, -1) + eps) * weight`` over the last dim, in fp32, returned in x's dtype."""
+    check_norm_args(x, weight)
     x32 = x.float()
     variance = x32.pow(2).mean(dim=-1, keepdim=True)
     return (x32 * torch.rsqrt(variance + eps) * weight.float()).to(x.dtype)
@@ -14,5 +23,6 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """``residual = x + residual`` (rounded to x's dtype), then ``(rms_norm(residual), residual)``."""
+    check_norm_args(x, weight, residual)
     summed = (x.float() + residual.float()).to(x.dtype)
     return rms_norm(summed, weight, eps), summed

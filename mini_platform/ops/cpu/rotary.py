@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 
-def check_rotary_args(query: torch.Tensor, key: torch.Tensor, head_size: int,
+def check_rotary_args(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                       cos_sin_cache: torch.Tensor) -> int:
     """Validate the shapes every backend relies on; returns ``rot_dim``."""
     rot_dim = cos_sin_cache.shape[-1]
@@ -14,6 +14,10 @@ def check_rotary_args(query: torch.Tensor, key: torch.Tensor, head_size: int,
         if t.dim() != 2 or t.shape[-1] % head_size:
             raise ValueError(f"{name} must be [num_tokens, num_heads * head_size] with head_size={head_size}, "
                              f"got shape {tuple(t.shape)}; flatten the head dims first")
+    # A kernel reads one position per row: a shorter `positions` would be read past its end on a GPU.
+    if positions.shape != (query.shape[0],) or key.shape[0] != query.shape[0]:
+        raise ValueError(f"positions must be [num_tokens] with one entry per row of query and key, got positions "
+                         f"{tuple(positions.shape)}, query {tuple(query.shape)}, key {tuple(key.shape)}")
     return rot_dim
 
 
@@ -21,7 +25,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
             is_neox_style: bool) -> torch.Tensor:
     """Rotate the first ``rot_dim`` dims of every head of ``x`` ``[T, n*head_size]``; cos/sin ``[T, rot_dim/2]``."""
     rot_dim = 2 * cos.shape[-1]
-    heads = x.float().view(x.shape[0], -1, head_size)
+    heads = x.float().view(x.shape[0], x.shape[1] // head_size, head_size)
     rot, rest = heads[..., :rot_dim], heads[..., rot_dim:]
     cos, sin = cos[:, None, :], sin[:, None, :]
     if is_neox_style:
@@ -36,7 +40,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
-    check_rotary_args(query, key, head_size, cos_sin_cache)
+    check_rotary_args(positions, query, key, head_size, cos_sin_cache)
     cos, sin = cos_sin_cache[positions.long()].float().chunk(2, dim=-1)
     return (_rotate(query, cos, sin, head_size, is_neox_style),
             _rotate(key, cos, sin, head_size, is_neox_style))

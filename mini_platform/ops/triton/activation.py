@@ -5,12 +5,13 @@ import torch
 import triton
 import triton.language as tl
 
+from ..cpu.activation import check_gate_up
 from .layernorm import rows_of
 
 
 @triton.jit
 def _silu_and_mul_kernel(x_ptr, out_ptr, x_row_stride, out_row_stride, d, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # row * stride can pass 2**31 elements
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < d
     gate = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
@@ -21,8 +22,7 @@ def _silu_and_mul_kernel(x_ptr, out_ptr, x_row_stride, out_row_stride, d, BLOCK:
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[..., :d]) * x[..., d:]`` for x ``[..., 2d]``; fp32 inside, x's dtype out."""
-    if x.shape[-1] % 2:
-        raise ValueError(f"silu_and_mul needs an even last dimension (gate and up halves), got {x.shape[-1]}")
+    check_gate_up(x)
     d = x.shape[-1] // 2
     x2 = rows_of(x)
     out = torch.empty((x2.shape[0], d), dtype=x.dtype, device=x.device)

@@ -11,12 +11,14 @@ import torch
 import triton
 import triton.language as tl
 
+from ..cpu.layernorm import check_norm_args
+
 
 @triton.jit
 def _rms_norm_kernel(x_ptr, residual_ptr, weight_ptr, out_ptr, residual_out_ptr,
                      x_row_stride, residual_row_stride, out_row_stride, H, eps,
                      HAS_RESIDUAL: tl.constexpr, BLOCK_H: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # row * stride can pass 2**31 elements
     cols = tl.arange(0, BLOCK_H)
     mask = cols < H
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
@@ -38,9 +40,8 @@ def rows_of(t: torch.Tensor) -> torch.Tensor:
 
 
 def _launch(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor, eps: float):
+    check_norm_args(x, weight, residual)
     H = x.shape[-1]
-    if weight.shape != (H,):
-        raise ValueError(f"weight must have shape ({H},) to match x's last dim, got {tuple(weight.shape)}")
     x2 = rows_of(x)
     out = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
     res2 = rows_of(residual) if residual is not None else x2
@@ -60,6 +61,4 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """``residual = x + residual``; returns ``(rms_norm(residual), residual)`` as new tensors."""
-    if residual.shape != x.shape:
-        raise ValueError(f"residual shape {tuple(residual.shape)} must equal x shape {tuple(x.shape)}")
     return _launch(x, residual, weight, eps)

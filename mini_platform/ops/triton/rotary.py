@@ -19,7 +19,7 @@ from ..cpu.rotary import check_rotary_args
 def _rotary_kernel(positions_ptr, x_ptr, cache_ptr, x_token_stride, cache_pos_stride,
                    num_heads, head_size, half_rot,
                    IS_NEOX: tl.constexpr, BLOCK_HEADS: tl.constexpr, BLOCK_HALF: tl.constexpr):
-    token = tl.program_id(0)
+    token = tl.program_id(0).to(tl.int64)  # token * stride can pass 2**31 elements
     pos = tl.load(positions_ptr + token).to(tl.int64)
     j = tl.arange(0, BLOCK_HALF)
     j_mask = j < half_rot
@@ -54,7 +54,7 @@ def _rotate_(positions: torch.Tensor, x: torch.Tensor, head_size: int, cache: to
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
-    check_rotary_args(query, key, head_size, cos_sin_cache)
+    check_rotary_args(positions, query, key, head_size, cos_sin_cache)
     positions, cache = positions.contiguous(), cos_sin_cache.contiguous()
     query = query.clone(memory_format=torch.contiguous_format)
     key = key.clone(memory_format=torch.contiguous_format)
