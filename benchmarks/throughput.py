@@ -1,4 +1,6 @@
-"""Throughput of the engine on the CPU with a tiny model: continuous vs static batching, prefix caching.
+"""Throughput of the engine with a tiny model: continuous vs static batching, prefix caching.
+
+It runs on the current platform's device (the CPU on a machine without a GPU) and prints which.
 
 Run: ``python benchmarks/throughput.py`` (about a minute on 2 cores). Ratios come from one run on
 one machine, which is printed with them; they are never asserted in tests.
@@ -8,12 +10,16 @@ prompt lengths uniform in 8..64 tokens; output lengths long-tailed: 85 % uniform
 15 % uniform in 96..160 tokens (chat answers with an occasional long one). Greedy decoding,
 ``ignore_eos`` so every request produces exactly its output length.
 
+Both batching modes run on one engine with prefix caching off, so neither reuses prompt blocks the
+other (or the warm-up) computed.
+
 - continuous batching: every request is queued at once and the scheduler refills a slot as soon as
   a request finishes (``max_num_seqs = --batch``);
 - static batching: requests are cut into fixed batches of ``--batch`` in arrival order; each batch
   runs until its longest request finishes before the next batch starts, and a request that is done
   keeps its slot (its extra tokens are discarded), as in a padded batch of Hugging Face ``generate``.
-  Same engine, same kernels; only the useful tokens count in its throughput.
+  Prompts are not padded to the longest one here, which favours static batching. Same engine, same
+  kernels; only the useful tokens count in its throughput.
 
 Prefix caching: ``--shared`` (24) requests whose prompts are one 480-token shared prefix plus 16
 tokens of their own, 4 output tokens each, run with and without ``enable_prefix_caching``.
@@ -30,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from mini_platform import LLM, SamplingParams
+from mini_platform import LLM, SamplingParams, ops
 from mini_platform.model import make_tiny_checkpoint
 
 
@@ -95,6 +101,15 @@ def run_shared_prefix(model: Path, num_requests: int, prefix_caching: bool, seed
     return time.perf_counter() - start, llm.engine.stats()["num_prefix_hit_tokens"]
 
 
+def engine_label(llm: LLM) -> str:
+    """What the engine really ran on: device, kernel backend, dtype."""
+    engine = llm.engine
+    device, backend = engine.model.device, ops.current_backend(engine.config.backend)
+    where = f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+    interpreted = " (Triton interpreter)" if backend == "triton" and os.environ.get("TRITON_INTERPRET") == "1" else ""
+    return f"{where}, {backend} kernels{interpreted}, {str(engine.model.dtype).removeprefix('torch.')}"
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -121,10 +136,10 @@ def main() -> None:
         model = make_tiny_checkpoint(Path(tmp) / "tiny", "llama", **MODEL)
         trace = make_trace(args.requests, args.seed)
         tokens = sum(n for _, n in trace)
+        llm = LLM(model, max_num_seqs=args.batch, enable_prefix_caching=False)
         print(f"machine: {machine()}")
-        print("model: tiny random Llama (2 layers, hidden 64), fp32, cpu kernels")
+        print(f"model: tiny random Llama (2 layers, hidden 64) on {engine_label(llm)}")
         print(f"trace S1: {len(trace)} requests, {tokens} output tokens, batch {args.batch}")
-        llm = LLM(model, max_num_seqs=args.batch)
         run_continuous(llm, trace[:4])          # warm-up
         t_cont, s_cont = run_continuous(llm, trace)
         t_stat, s_stat = run_static(llm, trace, args.batch)
@@ -133,12 +148,12 @@ def main() -> None:
                      for i in range(0, len(trace), args.batch))
         print(f"static batching:     {tokens / t_stat:8.1f} tok/s  {s_stat:5d} steps  {t_stat:6.2f} s  "
               f"({padded} tokens generated, {tokens} of them useful)")
-        print(f"continuous / static throughput: {t_stat / t_cont:.2f}x (steps: {s_stat / s_cont:.2f}x)")
+        print(f"continuous / static throughput: {t_stat / t_cont:.2f}x (steps: {s_stat / s_cont:.2f}x), this run")
 
         t_off, _ = run_shared_prefix(model, args.shared, prefix_caching=False)
         t_on, hits = run_shared_prefix(model, args.shared, prefix_caching=True)
         print(f"shared 480-token prefix, {args.shared} requests: prefix caching on {t_on:.2f} s, "
-              f"off {t_off:.2f} s -> {t_off / t_on:.2f}x ({hits} prompt tokens served from the cache)")
+              f"off {t_off:.2f} s -> {t_off / t_on:.2f}x, this run ({hits} prompt tokens served from the cache)")
 
 
 if __name__ == "__main__":

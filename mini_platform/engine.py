@@ -7,7 +7,9 @@ Every input is checked before any work is done: a bad request raises ``ValueErro
 """
 from __future__ import annotations
 
+import importlib
 import itertools
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -56,6 +58,19 @@ def _check_positive_int(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _check_block_size(block_size: int, backend: str) -> None:
+    """Reject a block size the kernel backend cannot serve. A backend package states its rule as
+    ``SUPPORTED_BLOCK_SIZES`` (absent: any size), whether it runs by default or was chosen explicitly."""
+    sizes = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "SUPPORTED_BLOCK_SIZES", None)
+    if sizes is not None and block_size not in sizes:
+        raise ValueError(f"block_size={block_size} is not supported by the {backend!r} kernel backend; "
+                         f"use one of {list(sizes)}")
+
+
+def _is_token_id(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
@@ -101,8 +116,8 @@ class LLMEngine:
         self.config = config = EngineConfig(model=str(model), **options)
         platform = platforms.current_platform
         platform.check_and_update_config(config)
-        if config.backend is not None:
-            ops.current_backend(config.backend)  # an unknown backend name fails here, before loading anything
+        # The kernels that will run must serve the block size; an unknown backend name fails here, before any loading.
+        _check_block_size(config.block_size, ops.current_backend(config.backend))
         model_config = ModelConfig.from_pretrained(config.model)
         limit = model_config.max_position_embeddings
         if config.max_model_len is not None and config.max_model_len > limit:
@@ -136,10 +151,9 @@ class LLMEngine:
                 raise ValueError(f"prompt is a string, but {self.config.model} has no tokenizer files "
                                  f"({', '.join(TOKENIZER_FILES)}); pass a list of token ids instead")
             return list(self.tokenizer.get().encode(prompt))
-        ids = list(prompt)
-        if not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
-            raise ValueError("a prompt must be a string or a list of integer token ids")
-        return ids
+        if not isinstance(prompt, Sequence) or not all(_is_token_id(t) for t in prompt):
+            raise ValueError(f"a prompt must be a string or a list of integer token ids, got {prompt!r:.80}")
+        return [int(t) for t in prompt]
 
     def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
         """Raise ValueError if this request can never run to completion in this engine."""
@@ -235,9 +249,9 @@ class LLM:
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None) -> list[RequestOutput]:
         """One finished output per prompt, in the order given. A single string or a single list of
         token ids counts as one prompt. Every prompt is checked before any is run."""
-        if isinstance(prompts, str) or (isinstance(prompts, (list, tuple)) and prompts
-                                        and all(isinstance(t, int) for t in prompts)):
-            prompts = [prompts]
+        if isinstance(prompts, str) or (isinstance(prompts, Sequence) and prompts
+                                        and not any(isinstance(p, (str, Sequence)) for p in prompts)):
+            prompts = [prompts]  # one prompt of token ids (checked, with the others, by tokenize)
         prompts = list(prompts)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
             params = [sampling_params or SamplingParams()] * len(prompts)

@@ -6,21 +6,25 @@ All requests of a step are packed along one token axis (no padding): request ``b
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import torch
 
+from . import ops, platforms
 from .kv_cache import KVCacheManager
 from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
-from . import platforms
 from .scheduler import SchedulerOutput
 from .utils import resolve_obj_by_qualname
 
 
 class ModelRunner:
+    """Runs the model over a paged KV cache. ``backend`` (None = the current one) serves every kernel of
+    the forward, attention and the rest alike."""
+
     def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend: str | None = None) -> None:
-        self.model, self.device = model, model.device
+        self.model, self.device, self.backend = model, model.device, backend
         c = model.config
         self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, c.num_key_value_heads,
                                             c.head_dim, model.dtype, self.device)
@@ -55,7 +59,8 @@ class ModelRunner:
         """Run the step; returns fp32 logits ``[R, V]``, one row per scheduled request that samples."""
         input_ids, positions, metadata = self.prepare(batch, kv)
         self.attention.metadata = metadata
-        hidden = self.model(input_ids, positions, self.attention)
+        with ops.use_backend(self.backend) if self.backend else contextlib.nullcontext():
+            hidden = self.model(input_ids, positions, self.attention)
         ends = itertools.accumulate(s.num_new_tokens for s in batch.scheduled)
         last_rows = [end - 1 for end, s in zip(ends, batch.scheduled) if s.samples]
         return self.model.compute_logits(hidden[torch.tensor(last_rows, dtype=torch.long, device=self.device)])

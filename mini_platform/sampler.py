@@ -6,6 +6,7 @@ from its own ``torch.Generator``, so the same seed gives the same tokens whateve
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -48,9 +49,11 @@ class SamplingParams:
             raise ValueError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}")
         if self.seed is not None and not is_int(self.seed):
             raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
-        self.stop_token_ids = list(self.stop_token_ids)
-        if not all(is_int(t) and t >= 0 for t in self.stop_token_ids):
-            raise ValueError(f"stop_token_ids must be non-negative integers, got {self.stop_token_ids!r}")
+        stop = self.stop_token_ids
+        stop = list(stop) if isinstance(stop, Iterable) and not isinstance(stop, (str, bytes)) else None
+        if stop is None or not all(is_int(t) and t >= 0 for t in stop):
+            raise ValueError(f"stop_token_ids must be a list of non-negative integers, got {self.stop_token_ids!r}")
+        self.stop_token_ids = stop
         if not isinstance(self.ignore_eos, bool):
             raise ValueError(f"ignore_eos must be True or False, got {self.ignore_eos!r}")
 
@@ -71,7 +74,7 @@ def apply_top_k(logits: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
 def apply_top_p(logits: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
     """Keep, per row, the most likely tokens until their probability reaches ``top_p`` (float ``[B]``);
     the most likely token always survives. Others are set to -inf."""
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    sorted_logits, order = logits.sort(dim=-1, descending=True, stable=True)  # ties: lower token id first
     probs = sorted_logits.softmax(dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
     drop_sorted = mass_before >= top_p.unsqueeze(-1)
@@ -97,7 +100,9 @@ def sample(logits: torch.Tensor, params: list[SamplingParams],
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if rows:
         idx = torch.tensor(rows, device=device)
-        scaled = logits[idx] / temperature[idx].unsqueeze(-1)
+        rows_logits = logits[idx]
+        # Shift the maximum to 0 first: a tiny temperature then sends the others to -inf, never the top to inf.
+        scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature[idx].unsqueeze(-1)
         scaled = apply_top_k(scaled, torch.tensor([params[i].top_k for i in rows], device=device))
         scaled = apply_top_p(scaled, torch.tensor([params[i].top_p for i in rows], device=device))
         probs = scaled.softmax(dim=-1)

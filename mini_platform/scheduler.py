@@ -24,10 +24,12 @@ import enum
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .kv_cache import KVCacheManager
-from .sampler import SamplingParams
+
+if TYPE_CHECKING:  # only read here, never built: importing the scheduler does not import torch
+    from .sampler import SamplingParams
 
 
 class RequestStatus(enum.Enum):

@@ -161,11 +161,18 @@ def test_triton_backend_interpreted_matches_transformers(checkpoints, hf_greedy)
     assert_matches_hf(llm.generate(batch, params), batch, "llama", hf_greedy, max_tokens=3)
 
 
-def test_npu_backend_emulated_matches_transformers(checkpoints, hf_greedy, emulated_npu):
+def test_npu_backend_emulated_matches_transformers(checkpoints, hf_greedy, emulated_npu, monkeypatch):
+    from mini_platform import ops
+    used, get_kernel = set(), ops.get_kernel
+    monkeypatch.setattr(ops, "get_kernel", lambda k, b=None: used.add((k, ops.current_backend(b))) or get_kernel(k, b))
     batch = prompts(9, [7, 20])
     llm = LLM(checkpoints["qwen2"], block_size=16, backend="npu", max_num_batched_tokens=16)
     params = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
     assert_matches_hf(llm.generate(batch, params), batch, "qwen2", hf_greedy, max_tokens=4)
+    # backend= serves every kernel of the forward, not only attention.
+    assert {b for _, b in used} == {"npu"}
+    assert {k for k, _ in used} >= {"rms_norm", "fused_add_rms_norm", "rotary_embedding", "silu_and_mul",
+                                    "reshape_and_cache", "paged_attention", "paged_decode_attention"}
 
 
 def test_seeded_sampling_is_independent_of_the_batch(checkpoints):
@@ -178,6 +185,16 @@ def test_seeded_sampling_is_independent_of_the_batch(checkpoints):
     assert crowd[2].token_ids == alone
     assert llm.generate([prompt], SamplingParams(temperature=0.8, top_p=0.95, max_tokens=6, seed=124,
                                                  ignore_eos=True))[0].token_ids != alone
+
+
+def test_decoding_up_to_the_context_limit_finishes_with_length(checkpoints, hf_greedy):
+    llm = LLM(checkpoints["llama"], block_size=4, max_model_len=12)
+    batch = prompts(15, [9, 12, 11])
+    outputs = llm.generate(batch, SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
+    assert [len(o.token_ids) for o in outputs] == [3, 1, 1]      # prompt + outputs reach 12 tokens
+    assert all(o.finish_reason == "length" for o in outputs)
+    for out, prompt in zip(outputs, batch):
+        assert out.token_ids == hf_greedy("llama", prompt, 8)[:len(out.token_ids)]
 
 
 def test_streaming_steps_and_abort(checkpoints):
@@ -214,6 +231,7 @@ def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):
         (["hello"], None, "tokenizer"),
         ([[5], [6]], [SamplingParams()], "one per prompt"),
         ([[5.0]], None, "token ids"),
+        ([5, 6.0], None, r"token ids, got \[5, 6.0\]"),   # one prompt with a float in it
     ]
     for batch, params, message in cases:
         with pytest.raises(ValueError, match=message):   # a good prompt first: nothing may run either
@@ -230,6 +248,10 @@ def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):
     with pytest.raises(ValueError, match="config.json"):
         LLM(checkpoints["llama"].parent)
     from mini_platform.ascend.platform import NPUPlatform
+    # The npu kernels' block-size rule holds when they are chosen explicitly on another platform too.
+    with pytest.raises(ValueError, match="block_size=8 is not supported by the 'npu' kernel backend"):
+        LLM(checkpoints["llama"], block_size=8, backend="npu")
+    LLM(checkpoints["llama"], block_size=8, backend="triton")   # Triton's kernels take any block size
     monkeypatch.setattr("mini_platform.platforms._current_platform", NPUPlatform())
     with pytest.raises(ValueError, match="block_size=4 is not supported"):
         LLM(checkpoints["llama"], block_size=4)
@@ -247,4 +269,6 @@ def test_text_prompts_with_a_tokenizer(checkpoints, tmp_path):
     llm = LLM(ckpt, block_size=4)
     out = llm.generate(["w5 w17 w40", [5, 17, 40]], GREEDY)
     assert out[0].prompt_token_ids == [5, 17, 40] and out[0].token_ids == out[1].token_ids
+    single = llm.generate("w5 w17 w40", GREEDY)       # one string is one prompt, not a list of characters
+    assert len(single) == 1 and single[0].token_ids == out[0].token_ids
     assert out[0].text == " ".join(words[t] for t in out[0].token_ids)

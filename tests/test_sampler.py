@@ -18,7 +18,8 @@ NEG = float("-inf")
     (dict(top_p=0.0), "top_p"), (dict(top_p=1.01), "top_p"), (dict(top_p=-1), "top_p"),
     (dict(max_tokens=0), "max_tokens"), (dict(max_tokens=1.0), "max_tokens"),
     (dict(seed=1.5), "seed"), (dict(stop_token_ids=[1, -2]), "stop_token_ids"),
-    (dict(stop_token_ids=["a"]), "stop_token_ids"), (dict(ignore_eos=1), "ignore_eos"),
+    (dict(stop_token_ids=["a"]), "stop_token_ids"), (dict(stop_token_ids=2), "stop_token_ids"),
+    (dict(ignore_eos=1), "ignore_eos"),
 ])
 def test_out_of_range_parameters_are_rejected_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -57,6 +58,12 @@ def test_top_p_always_keeps_the_most_likely_token():
     assert (apply_top_p(logits, torch.tensor([1e-6])) > NEG).tolist() == [[False, True, False]]
 
 
+def test_top_p_ties_break_towards_the_lower_token_id():
+    logits = torch.tensor([[1.0, 3.0, 0.0, 3.0, 3.0]])        # three tokens tie for the top
+    assert (apply_top_p(logits, torch.tensor([1e-6])) > NEG).tolist() == [[False, True, False, False, False]]
+    assert (apply_top_p(logits, torch.tensor([0.5])) > NEG).tolist() == [[False, True, False, True, False]]
+
+
 def test_greedy_rows_take_the_argmax_and_filters_restrict_samples():
     torch.manual_seed(0)
     logits = torch.randn(4, 50)
@@ -90,6 +97,12 @@ def test_seeded_sampling_does_not_depend_on_the_batch():
     assert run(1, [SamplingParams(seed=7, top_k=5), SamplingParams(), SamplingParams(seed=42)]) == alone
     gen = make_generator(43)
     assert [sample(logits[4:5], [mine], [gen])[0] for logits in steps] != alone   # another seed, other tokens
+
+
+def test_a_tiny_temperature_acts_as_greedy_without_overflow():
+    logits = torch.tensor([[5.0, 1.0, -3.0, 4.0]])
+    for t in (1e-30, 1e-38, 1e-45):
+        assert sample(logits, [SamplingParams(temperature=t)], [make_generator(0)]) == [0]
 
 
 def test_temperature_flattens_the_distribution():

@@ -5,6 +5,8 @@ No model: a fake step samples a fixed token, so only the bookkeeping is under te
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -179,3 +181,8 @@ def test_random_traces_finish_every_request_under_pressure():
             assert steps < 1000
         assert all(len(r.output_token_ids) == r.sampling_params.max_tokens for r in requests)
         assert sched.kv.num_free_blocks == 10
+
+
+def test_scheduler_and_kv_cache_import_without_torch():
+    code = "import sys, mini_platform.scheduler, mini_platform.kv_cache; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
