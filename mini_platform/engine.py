@@ -112,9 +112,11 @@ class LLMEngine:
     """Add requests, call :meth:`step` until :meth:`has_unfinished_requests` is False."""
 
     def __init__(self, model: str | Path, **options: Any) -> None:
-        plugins.load_general_plugins()
         self.config = config = EngineConfig(model=str(model), **options)
+        # The platform first: selecting it fixes up the visible-devices variables before any plugin
+        # (or anything else) can start a device runtime.
         platform = platforms.current_platform
+        plugins.load_general_plugins()
         platform.check_and_update_config(config)
         # The kernels that will run must serve the block size; an unknown backend name fails here, before any loading.
         _check_block_size(config.block_size, ops.current_backend(config.backend))
