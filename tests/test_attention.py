@@ -22,13 +22,16 @@ SCENARIOS = {
     "prefix_hit": [(32, 9), (16, 5)],
     "chunked_prefill": [(21, 11), (3, 16)],
     "mixed": [(0, 13), (40, 1), (19, 6), (7, 1)],
+    # Requests with no query this step (first, middle, last; one with no KV either, like a padded request),
+    # a prompt longer than any query block, and a KV length that fills its last block exactly.
+    "empty_queries": [(5, 0), (0, 18), (16, 0), (31, 1), (0, 0), (7, 0)],
 }
 HEADS = {"MHA": (4, 4), "GQA": (6, 2), "MQA": (4, 1)}
 TOL = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}
 HEAD_DIM = 16
 
 
-def make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed):
+def make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed, head_dim=HEAD_DIM):
     """A random cache and a packed query batch whose requests own shuffled, non-contiguous blocks."""
     gen = torch.Generator().manual_seed(seed)
     seq_lens = [c + q for c, q in requests]
@@ -41,11 +44,11 @@ def make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed):
     for b, n in enumerate(blocks_per_req):
         block_tables[b, :n] = perm[used:used + n]
         used += n
-    shape = (num_blocks, block_size, num_kv_heads, HEAD_DIM)
+    shape = (num_blocks, block_size, num_kv_heads, head_dim)
     key_cache = torch.randn(shape, generator=gen).to(dtype)
     value_cache = torch.randn(shape, generator=gen).to(dtype)
     q_lens = [q for _, q in requests]
-    query = torch.randn(sum(q_lens), num_heads, HEAD_DIM, generator=gen).to(dtype)
+    query = torch.randn(sum(q_lens), num_heads, head_dim, generator=gen).to(dtype)
     query_start_loc = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32)
     return query, key_cache, value_cache, block_tables, query_start_loc, torch.tensor(seq_lens, dtype=torch.int32)
 
@@ -57,6 +60,8 @@ def dense_reference(query, key_cache, value_cache, block_tables, query_start_loc
     out = torch.zeros(query.shape, dtype=torch.float32)
     starts = query_start_loc.tolist()
     for b, seq_len in enumerate(seq_lens.tolist()):
+        if starts[b] == starts[b + 1]:
+            continue                                                        # no query: nothing to compute
         slots = [(int(block_tables[b, p // block_size]), p % block_size) for p in range(seq_len)]
         k = torch.stack([key_cache[i, j] for i, j in slots]).float().repeat_interleave(group, dim=1)
         v = torch.stack([value_cache[i, j] for i, j in slots]).float().repeat_interleave(group, dim=1)
@@ -130,11 +135,48 @@ def test_backend_matches_cpu_reference(backend, case, request):
     torch.testing.assert_close(got.float(), want.float(), atol=TOL[dtype], rtol=TOL[dtype])
 
 
+@pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
+@pytest.mark.parametrize("num_heads, num_kv_heads, head_dim", [(6, 2, 24), (20, 1, 16)])
+def test_odd_head_dim_and_wide_gqa_groups(backend, num_heads, num_kv_heads, head_dim, request):
+    """head_dim not a power of two (the Triton kernel pads it to 32 and masks), and 20 query heads per
+    KV head (more than 16 rows: one query token per Triton program, 12 padded rows)."""
+    if backend == "npu":
+        request.getfixturevalue("emulated_npu")
+    batch = make_batch(SCENARIOS["empty_queries"], num_heads, num_kv_heads, 16, torch.float32, seed=num_heads,
+                       head_dim=head_dim)
+    got = run(backend, batch, head_dim ** -0.5, decode=False)
+    torch.testing.assert_close(got, dense_reference(*batch, head_dim ** -0.5), atol=2e-5, rtol=2e-5)
+
+
 @pytest.mark.parametrize("backend", ["cpu", "triton"])
 def test_decode_batch_gives_the_same_through_both_entry_points(backend):
     """paged_attention with only decodes equals paged_decode_attention."""
     batch = make_batch(SCENARIOS["decode_ragged"], 6, 2, 16, torch.float32, seed=7)
     torch.testing.assert_close(run(backend, batch, 0.3, decode=False), run(backend, batch, 0.3, decode=True))
+
+
+@pytest.mark.parametrize("backend", ["triton", "npu"])
+def test_strided_metadata_tensors_are_read_correctly(backend, request):
+    """Views with a stride (e.g. a column of a larger buffer) as seq_lens, query_start_loc, slot_mapping."""
+    if backend == "npu":
+        request.getfixturevalue("emulated_npu")
+
+    def strided(t):
+        return torch.stack([t, torch.full_like(t, 7)], dim=1)[:, 0]
+
+    query, key_cache, value_cache, block_tables, query_start_loc, seq_lens = make_batch(
+        SCENARIOS["mixed"], 6, 2, 16, torch.float32, seed=5)
+    want = ops.paged_attention(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, 0.25,
+                               backend="cpu")
+    got = ops.paged_attention(query, key_cache, value_cache, block_tables, strided(query_start_loc),
+                              strided(seq_lens), 0.25, backend=backend)
+    torch.testing.assert_close(got, want)
+    caches = [torch.zeros(4, 16, 2, HEAD_DIM) for _ in range(4)]
+    key = torch.randn(3, 2, HEAD_DIM, generator=torch.Generator().manual_seed(6))
+    slots = torch.tensor([3, 17, -1], dtype=torch.int32)
+    ops.reshape_and_cache(key, key, caches[0], caches[1], slots, backend="cpu")
+    ops.reshape_and_cache(key, key, caches[2], caches[3], strided(slots), backend=backend)
+    assert torch.equal(caches[2], caches[0]) and torch.equal(caches[3], caches[1])
 
 
 @pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
@@ -172,12 +214,21 @@ def test_cpu_rejects_bad_input():
                                    torch.tensor([33], dtype=torch.int32), 1.0, backend="cpu")
 
 
+@pytest.mark.parametrize("padding", [0, 3], ids=["unpadded", "padded"])
 @pytest.mark.parametrize("backend", ["cpu", "triton", "npu"])
-def test_paged_attention_module_prefill_then_decode_matches_full_causal(backend, request):
+def test_paged_attention_module_prefill_then_decode_matches_full_causal(backend, padding, request):
     """Two steps through PagedAttention (prefill of two prompts, then one decode each) equal causal
-    attention over the whole sequences computed at once."""
+    attention over the whole sequences computed at once. ``padded``: each step also carries padding
+    tokens after the real ones (slot -1, outside ``query_start_loc``), as a fixed-shape step would;
+    they must leave the cache and the real tokens' outputs alone, in the decode step too."""
     if backend == "npu":
         request.getfixturevalue("emulated_npu")
+    pad_gen = torch.Generator().manual_seed(12)
+
+    def pad(tensors, slot_mapping):
+        rows = [torch.cat([t, 100 * torch.randn(padding, *t.shape[1:], generator=pad_gen)]) for t in tensors]
+        return rows, torch.tensor(slot_mapping + [-1] * padding, dtype=torch.int32)
+
     gen = torch.Generator().manual_seed(11)
     nh, nkv, block_size, lens = 4, 2, 16, [19, 6]
     kv_caches = allocate_kv_caches(1, 6, block_size, nkv, HEAD_DIM, torch.float32)
@@ -189,18 +240,23 @@ def test_paged_attention_module_prefill_then_decode_matches_full_causal(backend,
     def slots(b, positions):
         return [int(block_tables[b, p // block_size]) * block_size + p % block_size for p in positions]
 
-    prefill = [torch.cat([s[i][:n] for s, n in zip(seqs, lens)]) for i in range(3)]
+    prefill, slot_mapping = pad([torch.cat([s[i][:n] for s, n in zip(seqs, lens)]) for i in range(3)],
+                                slots(0, range(19)) + slots(1, range(6)))
     attn.metadata = AttentionMetadata(
-        slot_mapping=torch.tensor(slots(0, range(19)) + slots(1, range(6)), dtype=torch.int32),
-        block_tables=block_tables, query_start_loc=torch.tensor([0, 19, 25], dtype=torch.int32),
+        slot_mapping=slot_mapping, block_tables=block_tables,
+        query_start_loc=torch.tensor([0, 19, 25], dtype=torch.int32),
         seq_lens=torch.tensor(lens, dtype=torch.int32), max_query_len=19)
     out_prefill = attn(0, *prefill)
-    decode = [torch.stack([s[i][n] for s, n in zip(seqs, lens)]) for i in range(3)]
+    decode, slot_mapping = pad([torch.stack([s[i][n] for s, n in zip(seqs, lens)]) for i in range(3)],
+                               slots(0, [19]) + slots(1, [6]))
     attn.metadata = AttentionMetadata(
-        slot_mapping=torch.tensor(slots(0, [19]) + slots(1, [6]), dtype=torch.int32), block_tables=block_tables,
+        slot_mapping=slot_mapping, block_tables=block_tables,
         query_start_loc=torch.tensor([0, 1, 2], dtype=torch.int32),
         seq_lens=torch.tensor([n + 1 for n in lens], dtype=torch.int32), max_query_len=1)
     out_decode = attn(0, *decode)
+    assert out_prefill.shape == prefill[0].shape and out_decode.shape == decode[0].shape
+    assert not out_prefill[25:].any() and not out_decode[2:].any()     # padding rows come out as zeros
+    assert not any(cache[[3, 5]].any() for cache in kv_caches[0])      # blocks no request owns stay untouched
     for b, (q, k, v) in enumerate(seqs):
         full = F.scaled_dot_product_attention(q.transpose(0, 1), k.repeat_interleave(2, 1).transpose(0, 1),
                                               v.repeat_interleave(2, 1).transpose(0, 1), is_causal=True).transpose(0, 1)

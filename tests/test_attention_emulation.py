@@ -21,6 +21,9 @@ def test_reshape_and_cache_by_hand(emulated_npu):
     with pytest.raises(ValueError, match="int32"):
         emulated_npu._npu_reshape_and_cache(key=key, value=key, key_cache=key_cache, value_cache=value_cache,
                                             slot_indices=torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="outside the cache"):
+        emulated_npu._npu_reshape_and_cache(key=key, value=key, key_cache=key_cache, value_cache=value_cache,
+                                            slot_indices=torch.tensor([1, 32, 3], dtype=torch.int32))
 
 
 def _two_token_cache(block_size=16):
@@ -75,13 +78,14 @@ def test_fia_right_down_causal_by_hand(emulated_npu):
 
 
 def test_fia_without_block_table_is_packed_and_cumulative(emulated_npu):
-    # Two prompts of 2 and 1 tokens, keys zero: prompt 0 -> [v0, mean(v0, v1)], prompt 1 -> [v2].
-    value = torch.tensor([3.0, 5.0, 7.0]).view(3, 1, 1)
+    # Prompts of 2, 1 and 2 tokens, keys zero: prompt 0 -> [v0, mean(v0, v1)], prompt 1 -> [v2],
+    # prompt 2 -> [v3, mean(v3, v4)]. Reading the KV lengths as per-request would give prompt 1 three keys.
+    value = torch.tensor([3.0, 5.0, 7.0, 9.0, 11.0]).view(5, 1, 1)
     out, lse = emulated_npu.npu_fused_infer_attention_score(
-        query=torch.ones(3, 1, 1), key=torch.zeros(3, 1, 1), value=value, atten_mask=MASK, input_layout="TND",
-        actual_seq_lengths=[2, 3], actual_seq_lengths_kv=[2, 3], num_heads=1, num_key_value_heads=1, scale=1.0,
-        sparse_mode=3)
-    torch.testing.assert_close(out.flatten(), torch.tensor([3.0, 4.0, 7.0]))
+        query=torch.ones(5, 1, 1), key=torch.zeros(5, 1, 1), value=value, atten_mask=MASK, input_layout="TND",
+        actual_seq_lengths=[2, 3, 5], actual_seq_lengths_kv=[2, 3, 5], num_heads=1, num_key_value_heads=1,
+        scale=1.0, sparse_mode=3)
+    torch.testing.assert_close(out.flatten(), torch.tensor([3.0, 4.0, 7.0, 9.0, 10.0]))
     assert lse.shape == (1,) and lse.item() == 0                 # softmax_lse_flag=False: a one-element zero
 
 

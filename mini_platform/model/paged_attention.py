@@ -21,7 +21,9 @@ class AttentionMetadata:
     - ``block_tables`` int32 ``[B, max_blocks]``: each request's blocks in order (unused entries arbitrary).
     - ``query_start_loc`` int32 ``[B+1]``: request ``b``'s tokens are rows ``[qsl[b], qsl[b+1])``.
     - ``seq_lens`` int32 ``[B]``: each request's KV length after this step (cached + new tokens).
-    - ``max_query_len``: the longest query in the step; 1 means a pure decode step.
+    - ``max_query_len``: the longest query in the step; 1 means a pure decode step (one query per request).
+
+    Padding tokens (slot -1) come after the real ones, outside ``query_start_loc``; their outputs are zeros.
     """
     slot_mapping: torch.Tensor
     block_tables: torch.Tensor
@@ -59,7 +61,7 @@ class PagedAttention:
         key_cache, value_cache = self.kv_caches[layer_idx]
         ops.reshape_and_cache(k, v, key_cache, value_cache, md.slot_mapping, backend=self.backend)
         scale = q.shape[-1] ** -0.5
-        if md.max_query_len == 1:
+        if md.max_query_len == 1 and q.shape[0] == md.seq_lens.shape[0]:  # pure decode, no padding rows
             return ops.paged_decode_attention(q, key_cache, value_cache, md.block_tables, md.seq_lens, scale,
                                               backend=self.backend)
         return ops.paged_attention(q, key_cache, value_cache, md.block_tables, md.query_start_loc, md.seq_lens,

@@ -39,8 +39,8 @@ def _check_block_table(block_table: torch.Tensor, batch: int, op: str) -> None:
 def _request_kv(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -> torch.Tensor:
     """Tokens ``0..length-1`` of one request from a paged cache ``(blocks, block_size, ...)``, token by token."""
     block_size = cache.shape[1]
-    if length > block_table_row.shape[0] * block_size:
-        raise ValueError(f"KV length {length} exceeds the block table's capacity "
+    if not 0 <= length <= block_table_row.shape[0] * block_size:
+        raise ValueError(f"KV length {length} is negative or exceeds the block table's capacity "
                          f"({block_table_row.shape[0]} blocks x {block_size})")
     positions = torch.arange(length)
     blocks = block_table_row.long()[positions // block_size]

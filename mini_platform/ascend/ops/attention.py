@@ -66,11 +66,21 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
 def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                     block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
                     scale: float) -> torch.Tensor:
-    """Causal attention for a packed mixed batch with FIA (TND, block table, ``sparse_mode=3``)."""
+    """Causal attention for a packed mixed batch with FIA (TND, block table, ``sparse_mode=3``).
+
+    Like vllm-ascend (``query=q[:num_actual_tokens]``), only the real tokens go to the op; padding rows
+    after ``query_start_loc[-1]`` get zeros.
+    """
     check_attention_args(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens)
     num_blocks, block_size, num_kv_heads, _ = key_cache.shape
-    return _torch_npu().npu_fused_infer_attention_score(
-        query=query, key=key_cache.view(num_blocks, block_size, -1), value=value_cache.view(num_blocks, block_size, -1),
-        atten_mask=_causal_mask(query.device), block_table=block_tables.to(torch.int32), input_layout="TND",
-        block_size=block_size, actual_seq_lengths=query_start_loc[1:].tolist(), actual_seq_lengths_kv=seq_lens.tolist(),
+    q_ends = query_start_loc[1:].tolist()                       # cumulative, as TND wants
+    num_actual = q_ends[-1] if q_ends else 0
+    out = _torch_npu().npu_fused_infer_attention_score(
+        query=query[:num_actual], key=key_cache.view(num_blocks, block_size, -1),
+        value=value_cache.view(num_blocks, block_size, -1), atten_mask=_causal_mask(query.device),
+        block_table=block_tables.to(torch.int32), input_layout="TND", block_size=block_size,
+        actual_seq_lengths=q_ends, actual_seq_lengths_kv=seq_lens.tolist(),  # per request in PA mode
         num_key_value_heads=num_kv_heads, num_heads=query.shape[1], scale=scale, sparse_mode=3)[0]
+    if num_actual == query.shape[0]:
+        return out
+    return torch.cat([out, out.new_zeros(query.shape[0] - num_actual, *query.shape[1:])])

@@ -60,7 +60,7 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     value = value if value.stride(-1) == 1 else value.contiguous()
     _, block_size, nkv, hd = key_cache.shape
     _reshape_and_cache_kernel[(key.shape[0],)](
-        key, value, key_cache, value_cache, slot_mapping,
+        key, value, key_cache, value_cache, slot_mapping.contiguous(),  # the kernel reads slot t at slot_ptr + t
         key.stride(0), key.stride(1), value.stride(0), value.stride(1),
         key_cache.stride(0), key_cache.stride(1), key_cache.stride(2), block_size, nkv, hd,
         BLOCK=triton.next_power_of_2(nkv * hd))
@@ -157,8 +157,9 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     query = query if query.stride(-1) == 1 else query.contiguous()
     block_tables = block_tables if block_tables.stride(-1) == 1 else block_tables.contiguous()
     grid = (num_tokens // block_q + num_seqs, num_kv_heads)
-    _paged_attention_kernel[grid](
-        query, key_cache, value_cache, out, block_tables, query_start_loc, seq_lens, scale, num_seqs, head_dim,
+    _paged_attention_kernel[grid](  # query_start_loc and seq_lens are read at ptr + index: make them dense
+        query, key_cache, value_cache, out, block_tables, query_start_loc.contiguous(), seq_lens.contiguous(), scale,
+        num_seqs, head_dim,
         query.stride(0), query.stride(1), out.stride(0), out.stride(1),
         key_cache.stride(0), key_cache.stride(1), key_cache.stride(2), block_tables.stride(0), block_size,
         Q_PER_KV=q_per_kv, BLOCK_Q=block_q, BLOCK_M=block_m,
