@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=16, help="new tokens to generate (default 16)")
     p.add_argument("--ignore-eos", action="store_true", help="do not stop at the checkpoint's EOS token")
     p.add_argument("--backend", choices=BACKENDS, help="kernel backend (default: the current platform's)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32", help="weight dtype (default float32)")
+    p.add_argument("--dtype", choices=DTYPES, default="float32",
+                   help="dtype to compute in, whatever the checkpoint stores (default float32: token-for-token "
+                        "comparisons with transformers need fp32 on both sides)")
     p.add_argument("--device", help="torch device for weights and cache (default: cuda for --backend triton "
                                     "when a GPU is present, else cpu)")
     p.add_argument("--make-tiny", type=Path, metavar="DIR", help="write a tiny random checkpoint to DIR and exit")
@@ -75,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     except ImportError as exc:  # e.g. --backend npu without torch_npu, --backend triton without triton
         parser.error(f"the {backend!r} kernel backend cannot run here: {exc}")
-    print(f"model: {model.config.architecture}, kernel backend: {backend}, device: {device}, "
-          f"prompt: {len(args.prompt_ids)} tokens, generated: {len(tokens)}")
+    print(f"model: {model.config.architecture} (stored as {model.config.dtype}, run in {args.dtype}), kernel backend: "
+          f"{backend}, device: {device}, prompt: {len(args.prompt_ids)} tokens, generated: {len(tokens)}")
     print(",".join(map(str, tokens)))
     return 0
 

@@ -5,6 +5,7 @@ emulation of torch_npu semantics; not run on Ascend hardware here). Plus loading
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ from mini_platform import ops
 from mini_platform.generate import main as generate_main
 from mini_platform.model import (CausalLM, CheckpointError, ContiguousAttention, ModelConfig, UnsupportedModelError,
                                  greedy_generate, load_model, make_tiny_checkpoint)
+from mini_platform.model.tiny import tiny_config
 
 PROMPT = [3, 17, 5, 42, 8, 11, 60, 2, 9, 33]
 NEW_TOKENS = 12
@@ -40,9 +42,16 @@ def hf_model(arch: str, seed: int = 0, default_init: bool = False, **fields):
 
 @torch.inference_mode()
 def hf_greedy(model, prompt: list[int], new_tokens: int = NEW_TOKENS) -> list[int]:
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+    ids = torch.tensor([prompt])  # an explicit mask: without one, transformers would mask token 0 as padding
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, do_sample=False,
                          eos_token_id=None, pad_token_id=0)
     return out[0, len(prompt):].tolist()
+
+
+def hf_from_dir(path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager", dtype=torch.float32).eval()
 
 
 @torch.inference_mode()
@@ -103,6 +112,72 @@ def test_cpu_matches_transformers(checkpoints, name):
     path, hf = checkpoints[name]
     with ops.use_backend("cpu"):
         assert_matches_hf(load_model(path), hf)
+
+
+# Real config.json / checkpoint variants: a saved checkpoint copied and edited, then read by both
+# transformers and mini_platform. name -> (base checkpoint, keys to drop, weight edit, config changes)
+def _untie_lm_head(t):  # tied config, but a stored lm_head that differs: transformers keeps it separate
+    t["lm_head.weight"] = t["model.embed_tokens.weight"].flip(0)
+
+
+def _lm_head_only(t):  # tied config, the tensor stored under lm_head.weight only: it serves as the embedding
+    t["lm_head.weight"] = t.pop("model.embed_tokens.weight")
+
+
+def _to_bf16(t):
+    t.update({k: v.bfloat16() for k, v in t.items()})
+
+
+LEGACY_ROPE = ("rope_parameters",)
+VARIANTS = {
+    "head_dim-null-kv-heads-absent": ("llama-mha-tied", ("num_key_value_heads",), None, {"head_dim": None}),
+    "no-architectures-uses-model_type": ("qwen2-gqa3-tied", ("architectures",), None, {}),
+    "rope_scaling-overrides-rope_parameters": ("llama-linear-rope-default-init", (), None, {
+        "rope_parameters": {"rope_type": "default", "rope_theta": 300.0}, "rope_scaling": {"type": "linear", "factor": 2.0}}),
+    "rope_scaling-default-type": ("llama-gqa4-hd16-bias", LEGACY_ROPE, None, {
+        "rope_theta": 500.0, "rope_scaling": {"rope_type": "default"}}),
+    "llama3-original-max-defaults": ("llama-mqa-llama3-rope", LEGACY_ROPE, None, {"rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}}),
+    "yarn": ("qwen2-gqa3-tied", LEGACY_ROPE, None, {
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}}),
+    "dynamic-within-context": ("llama-mha-tied", LEGACY_ROPE, None, {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}),
+    "qwen2-sliding-no-sliding-layer": ("qwen2-gqa3-tied", ("layer_types",), None, {
+        "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 28}),
+    "qwen2-sliding-window-covers-context": ("qwen2-mha-hd32-sharded", ("layer_types",), None, {
+        "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 0}),
+    "tied-but-lm_head-differs": ("llama-mha-tied", (), _untie_lm_head, {}),
+    "tied-lm_head-only": ("qwen2-gqa3-tied", (), _lm_head_only, {}),
+    "bf16-checkpoint-as-fp32-extra-keys": ("llama-gqa4-hd16-bias", ("dtype",), _to_bf16, {
+        "torch_dtype": "bfloat16", "pretraining_tp": 2, "attention_dropout": 0.1, "eos_token_id": [2, 7],
+        "some_future_key": {"a": 1}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_config_variants_match_transformers(checkpoints, tmp_path, name):
+    base, drop, edit_weights, changes = VARIANTS[name]
+    path = shutil.copytree(checkpoints[base][0], tmp_path / name)
+    config = {k: v for k, v in json.loads((path / "config.json").read_text()).items() if k not in drop}
+    (path / "config.json").write_text(json.dumps({**config, **changes}))
+    if edit_weights:
+        _rewrite_weights(path, edit_weights)
+    with ops.use_backend("cpu"):
+        assert_matches_hf(load_model(path), hf_from_dir(path))
+
+
+def test_generation_config_eos_wins_as_in_transformers(checkpoints, tmp_path):
+    """transformers' generate stops at generation_config.json's eos_token_id, not config.json's."""
+    expected = hf_greedy(checkpoints["llama-mha-tied"][1], PROMPT, 6)
+    path = shutil.copytree(checkpoints["llama-mha-tied"][0], tmp_path / "m")
+    _edit_config(path, eos_token_id=999)
+    generation = json.loads((path / "generation_config.json").read_text())
+    (path / "generation_config.json").write_text(json.dumps({**generation, "eos_token_id": [998, expected[2]]}))
+    ids = torch.tensor([PROMPT])
+    with torch.inference_mode():
+        theirs = hf_from_dir(path).generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
+                                            do_sample=False, pad_token_id=0)[0, len(PROMPT):].tolist()
+    assert theirs == expected[:expected.index(expected[2]) + 1]
+    assert greedy_generate(load_model(path), PROMPT, 6) == theirs
 
 
 def test_sharded_checkpoint_really_is_sharded(checkpoints):
@@ -213,16 +288,23 @@ def test_unsupported_architecture_is_named(tmp_path):
         load_model(path)
 
 
-@pytest.mark.parametrize("changes, match", [
-    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "yarn"),
-    ({"hidden_act": "gelu"}, "gelu"),
-    ({"use_sliding_window": True}, "sliding"),
+@pytest.mark.parametrize("arch, changes, match", [
+    ("llama", {"rope_scaling": {"rope_type": "longrope", "factor": 4.0}}, "longrope"),
+    ("llama", {"hidden_act": "gelu"}, "gelu"),
+    ("qwen2", {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 1}, r"sliding.*layers \[1\]"),
 ])
-def test_unsupported_features_are_named(tmp_path, changes, match):
-    path = make_tiny_checkpoint(tmp_path)
+def test_unsupported_features_are_named(tmp_path, arch, changes, match):
+    path = make_tiny_checkpoint(tmp_path, arch=arch)
     _edit_config(path, **changes)
     with pytest.raises(UnsupportedModelError, match=match):
         load_model(path)
+
+
+@pytest.mark.parametrize("rope, missing", [({"rope_type": "linear"}, "factor"),
+                                           ({"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0}, "high_freq_factor")])
+def test_incomplete_rope_scaling_is_named(rope, missing):
+    with pytest.raises(ValueError, match=missing):
+        ModelConfig.from_dict(tiny_config(rope_scaling=rope))
 
 
 def test_bad_geometry_is_rejected():

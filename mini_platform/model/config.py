@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+MODEL_TYPES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}  # used when 'architectures' is absent
+# RoPE kind -> the keys it needs besides rope_theta (original_max_position_embeddings defaults as in transformers).
+SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
+                        "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "yarn": ()}
 
 
 class UnsupportedModelError(ValueError):
@@ -32,7 +35,7 @@ class ModelConfig:
     max_position_embeddings: int
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
-    rope_scaling: dict[str, Any] | None = None  # None = plain RoPE; else {"rope_type": "linear" | "llama3", ...}
+    rope_scaling: dict[str, Any] | None = None  # None = plain RoPE; else {"rope_type": "linear" | "llama3" | ..., ...}
     tie_word_embeddings: bool = False
     qkv_bias: bool = False      # Llama: attention_bias; Qwen2: always
     o_proj_bias: bool = False   # Llama: attention_bias; Qwen2: never
@@ -78,15 +81,16 @@ class ModelConfig:
     def from_dict(cls, cfg: dict[str, Any]) -> "ModelConfig":
         """Build from the parsed ``config.json``; unsupported features raise :class:`UnsupportedModelError`."""
         archs = cfg.get("architectures") or []
-        arch = archs[0] if archs else None
+        arch = archs[0] if archs else MODEL_TYPES.get(cfg.get("model_type"))  # transformers' Auto* falls back too
         if arch not in SUPPORTED_ARCHITECTURES:
             raise UnsupportedModelError(
-                f"unsupported architecture {arch!r} (config.json 'architectures' = {archs!r}); "
-                f"mini_platform implements {', '.join(SUPPORTED_ARCHITECTURES)}")
+                f"unsupported architecture {arch!r} (config.json 'architectures' = {archs!r}, "
+                f"'model_type' = {cfg.get('model_type')!r}); mini_platform implements {', '.join(SUPPORTED_ARCHITECTURES)}")
         act = cfg.get("hidden_act", "silu")
-        if act != "silu":
+        if act not in ("silu", "swish"):  # transformers maps both names to SiLU
             raise UnsupportedModelError(f"hidden_act={act!r} is not supported; only 'silu' (SwiGLU MLP) is")
-        _reject_sliding_window(cfg)
+        if arch == "Qwen2ForCausalLM":  # Llama has no sliding window; transformers ignores such keys for it
+            _reject_sliding_window(cfg)
         missing = [k for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                "num_attention_heads") if cfg.get(k) is None]
         if missing:
@@ -123,37 +127,64 @@ class ModelConfig:
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> "ModelConfig":
-        """Read ``<path>/config.json`` (and ``generation_config.json`` for a missing ``eos_token_id``)."""
+        """Read ``<path>/config.json``; an ``eos_token_id`` in ``generation_config.json`` takes precedence,
+        as it does in transformers' ``generate`` (e.g. Llama 3 instruct lists more stop tokens there)."""
         path = Path(path)
         config_file = path / "config.json"
         if not config_file.is_file():
             raise FileNotFoundError(f"{config_file} not found: a model directory needs a Hugging Face config.json")
         cfg = json.loads(config_file.read_text())
         generation_file = path / "generation_config.json"
-        if cfg.get("eos_token_id") is None and generation_file.is_file():
-            cfg["eos_token_id"] = json.loads(generation_file.read_text()).get("eos_token_id")
+        if generation_file.is_file():
+            eos = json.loads(generation_file.read_text()).get("eos_token_id")
+            if eos is not None:
+                cfg["eos_token_id"] = eos
         return cls.from_dict(cfg)
 
 
 def _rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
-    """``(rope_theta, scaling)`` from either spelling; scaling is None for plain RoPE."""
-    params = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
-    theta = float(params.pop("rope_theta", cfg.get("rope_theta", 10000.0)))
-    kind = params.get("rope_type", params.get("type", "default"))
+    """``(rope_theta, scaling)`` from either spelling; scaling is None for plain RoPE.
+
+    Follows transformers 5: a legacy ``rope_scaling`` dict wins over ``rope_parameters``; ``rope_theta``
+    inside the dict wins over the top-level one; ``original_max_position_embeddings`` (llama3, yarn)
+    defaults to the top-level one, else to ``max_position_embeddings``.
+    """
+    params = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
+    theta = float(params.pop("rope_theta", None) or cfg.get("rope_theta") or 10000.0)
+    kind = params.pop("rope_type", None) or params.pop("type", None) or "default"
+    params.pop("type", None)
     if kind not in SUPPORTED_ROPE_TYPES:
         raise UnsupportedModelError(f"RoPE scaling type {kind!r} is not supported; "
                                     f"mini_platform implements {', '.join(SUPPORTED_ROPE_TYPES)}")
-    if params.get("partial_rotary_factor", 1.0) != 1.0:
+    if (params.get("partial_rotary_factor") or cfg.get("partial_rotary_factor") or 1.0) != 1.0:
         raise UnsupportedModelError("partial_rotary_factor != 1 is not supported for Llama/Qwen2 models")
+    missing = [k for k in SUPPORTED_ROPE_TYPES[kind] if params.get(k) is None]
+    if missing:
+        raise ValueError(f"RoPE scaling {kind!r} in config.json lacks {missing}; add them to 'rope_scaling' "
+                         "(or 'rope_parameters')")
     if kind == "default":
         return theta, None
-    params["rope_type"] = kind
-    params.pop("type", None)
-    return theta, params
+    if kind in ("llama3", "yarn"):
+        params["original_max_position_embeddings"] = (cfg.get("original_max_position_embeddings")
+                                                      or params.get("original_max_position_embeddings")
+                                                      or cfg.get("max_position_embeddings", 2048))
+    if kind == "yarn" and params.get("factor") is None:
+        params["factor"] = cfg.get("max_position_embeddings", 2048) / params["original_max_position_embeddings"]
+    return theta, {"rope_type": kind, **params}
 
 
 def _reject_sliding_window(cfg: dict[str, Any]) -> None:
-    layer_types = cfg.get("layer_types") or []
-    if cfg.get("use_sliding_window") or any(t != "full_attention" for t in layer_types):
-        raise UnsupportedModelError("sliding-window attention layers are not supported; "
-                                    "only full attention (use_sliding_window=false) is")
+    """Qwen2 slides only where transformers would: ``use_sliding_window`` and a ``sliding_window`` set, on the
+    layers ``layer_types`` marks (default: from ``max_window_layers`` on). A window that covers the whole
+    context (``>= max_position_embeddings``) changes nothing, so it is accepted as full attention."""
+    window = cfg.get("sliding_window")
+    if not cfg.get("use_sliding_window") or window is None:
+        return
+    first = cfg.get("max_window_layers")
+    first = 28 if first is None else first  # Qwen2Config's default
+    layer_types = cfg.get("layer_types") or ["sliding_attention" if i >= first else "full_attention"
+                                             for i in range(cfg.get("num_hidden_layers") or 0)]
+    sliding = [i for i, t in enumerate(layer_types) if t == "sliding_attention"]
+    if sliding and window < (cfg.get("max_position_embeddings") or 32768):
+        raise UnsupportedModelError(f"sliding-window attention (sliding_window={window} on layers {sliding}) is not "
+                                    "supported; only full attention is (set use_sliding_window=false)")

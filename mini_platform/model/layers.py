@@ -78,7 +78,10 @@ class RMSNorm(nn.Module):
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling: dict[str, Any] | None = None) -> torch.Tensor:
-    """Inverse frequencies ``theta ** (-2i / head_dim)`` (fp32), adjusted for linear or llama3 scaling."""
+    """Inverse frequencies ``theta ** (-2i / head_dim)`` (fp32), adjusted for linear, llama3 or yarn scaling.
+
+    ``dynamic`` (NTK) scaling changes the frequencies only for sequences longer than
+    ``max_position_embeddings``, which this engine never runs, so it is plain RoPE here."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
     kind = (scaling or {}).get("rope_type", "default")
     if kind == "linear":
@@ -93,14 +96,44 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: dict[str, Any] | None = 
         scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
         is_medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
         return torch.where(is_medium, blended, scaled)
+    if kind == "yarn":
+        # YaRN: dims that turn fewer than beta_slow times over the original context are divided by `factor`,
+        # dims that turn more than beta_fast times are kept, with a linear ramp between the two.
+        old_len, factor = scaling["original_max_position_embeddings"], scaling["factor"]
+        fast, slow = scaling.get("beta_fast") or 32, scaling.get("beta_slow") or 1
+
+        def dim_of(rotations: float) -> float:  # the dim index that turns `rotations` times over old_len
+            return head_dim * math.log(old_len / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+        low, high = dim_of(fast), dim_of(slow)
+        if scaling.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, head_dim - 1)
+        ramp = ((torch.arange(head_dim // 2, dtype=torch.float32) - low) / ((high - low) or 0.001)).clamp(0, 1)
+        return inv_freq / factor * ramp + inv_freq * (1 - ramp)
     return inv_freq
+
+
+def rope_attention_factor(scaling: dict[str, Any] | None) -> float:
+    """What cos and sin are multiplied by: 1, except for yarn (``0.1 * ln(factor) + 1`` unless given)."""
+    if (scaling or {}).get("rope_type") != "yarn":
+        return 1.0
+    if scaling.get("attention_factor") is not None:
+        return float(scaling["attention_factor"])
+
+    def mscale(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    factor, m, m_all = scaling["factor"], scaling.get("mscale"), scaling.get("mscale_all_dim")
+    return mscale(factor, m) / mscale(factor, m_all) if m and m_all else mscale(factor)
 
 
 def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
                        scaling: dict[str, Any] | None = None) -> torch.Tensor:
-    """``[max_positions, head_dim]`` fp32: ``cos(p * f)`` in the first half, ``sin(p * f)`` in the second."""
+    """``[max_positions, head_dim]`` fp32: ``cos(p * f)`` in the first half, ``sin(p * f)`` in the second
+    (both times :func:`rope_attention_factor`)."""
     freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), rope_inv_freq(head_dim, theta, scaling))
-    return torch.cat((freqs.cos(), freqs.sin()), dim=-1)
+    return torch.cat((freqs.cos(), freqs.sin()), dim=-1) * rope_attention_factor(scaling)
 
 
 class RotaryEmbedding(nn.Module):

@@ -14,10 +14,11 @@ import torch
 from safetensors import safe_open
 
 from .config import ModelConfig
-from .layers import MergedLinear
+from .layers import Linear, MergedLinear
 from .llama import CausalLM
 
 INDEX_FILE = "model.safetensors.index.json"
+EMBEDDING, LM_HEAD = "model.embed_tokens.weight", "lm_head.weight"
 # Buffers some old checkpoints carry that are recomputed from the config, never loaded.
 IGNORED_SUFFIXES = (".rotary_emb.inv_freq",)
 
@@ -45,7 +46,10 @@ def checkpoint_files(path: str | Path) -> list[Path]:
     path = Path(path)
     index = path / INDEX_FILE
     if index.is_file():
-        files = [path / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+        weight_map = json.loads(index.read_text()).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise CheckpointError(f"{index} has no 'weight_map' object (tensor name -> shard file)")
+        files = [path / name for name in sorted(set(weight_map.values()))]
         absent = [f.name for f in files if not f.is_file()]
         if absent:
             raise CheckpointError(f"{index} names shard(s) that are not in {path}: {absent}")
@@ -62,25 +66,44 @@ def _listing(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + more
 
 
+def _copy(name: str, tensor: torch.Tensor, target: torch.Tensor, file: Path) -> None:
+    if tensor.shape != target.shape:
+        raise CheckpointError(f"tensor {name} in {file.name} has shape {tuple(tensor.shape)}, but the "
+                              f"config implies {tuple(target.shape)}; does config.json match the weights?")
+    target.copy_(tensor)
+
+
+def _settle_tied_lm_head(model: CausalLM, tensor: torch.Tensor, file: Path, loaded: set[str]) -> None:
+    """A checkpoint with tied embeddings that stores ``lm_head.weight`` anyway, handled as transformers does:
+    it stands in for missing embeddings; if it differs from the embeddings, the config's tying is wrong and
+    the model gets its own lm_head."""
+    embedding = model.model.embed_tokens.weight
+    if EMBEDDING not in loaded:
+        _copy(LM_HEAD, tensor, embedding.data, file)
+        loaded.add(EMBEDDING)
+    elif not torch.equal(tensor.to(embedding.dtype), embedding.data):
+        with torch.device(embedding.device):
+            model.lm_head = Linear(model.config.hidden_size, model.config.vocab_size, False, embedding.dtype)
+        _copy(LM_HEAD, tensor, model.lm_head.weight.data, file)
+
+
 def load_weights(model: CausalLM, path: str | Path) -> None:
     """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
     targets = checkpoint_targets(model)
-    ignored = IGNORED_SUFFIXES + (("lm_head.weight",) if model.config.tie_word_embeddings else ())
-    loaded, unexpected = set(), []
+    loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
         with safe_open(str(file), framework="pt", device="cpu") as f:
             for name in f.keys():
                 target = targets.get(name)
-                if target is None:
-                    if not name.endswith(ignored):
-                        unexpected.append(name)
-                    continue
-                tensor = f.get_tensor(name)
-                if tensor.shape != target.shape:
-                    raise CheckpointError(f"tensor {name} in {file.name} has shape {tuple(tensor.shape)}, but the "
-                                          f"config implies {tuple(target.shape)}; does config.json match the weights?")
-                target.copy_(tensor)
-                loaded.add(name)
+                if name == LM_HEAD and model.lm_head is None:
+                    tied_lm_head = (f.get_tensor(name), file)
+                elif target is not None:
+                    _copy(name, f.get_tensor(name), target, file)
+                    loaded.add(name)
+                elif not name.endswith(IGNORED_SUFFIXES):
+                    unexpected.append(name)
+    if tied_lm_head is not None:
+        _settle_tied_lm_head(model, *tied_lm_head, loaded)
     missing = sorted(set(targets) - loaded)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks tensor(s) that {model.config.architecture} needs: "

@@ -13,12 +13,10 @@ def _positive(name: str, value: Any) -> int:
 
 
 def _rope(config: dict[str, Any]) -> tuple[float, str]:
-    params = config.get("rope_parameters")
-    if params is None:
-        params = dict(config.get("rope_scaling") or {})
-        params.setdefault("rope_theta", config.get("rope_theta", 10000.0))
-    kind = params.get("rope_type", params.get("type", "default"))
-    return float(params.get("rope_theta", 10000.0)), kind
+    # As transformers 5 does: a legacy rope_scaling dict wins over rope_parameters.
+    params = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    theta = params.get("rope_theta", config.get("rope_theta", 10000.0))
+    return float(theta), params.get("rope_type", params.get("type", "default"))
 
 
 def attention_geometry(config: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,9 @@ def test_rope_spellings():
     assert isinstance(old["rope_theta"], float)
     plain = geometry({**base, "rope_parameters": {"rope_theta": 7.0}})
     assert (plain["rope_theta"], plain["rope_type"]) == (7.0, "default")
+    both = geometry({**base, "rope_theta": 50.0, "rope_parameters": {"rope_type": "default", "rope_theta": 9.0},
+                     "rope_scaling": {"rope_type": "linear", "factor": 2.0}})
+    assert (both["rope_theta"], both["rope_type"]) == (50.0, "linear")     # rope_scaling wins, as in transformers 5
 
 
 @pytest.mark.parametrize("changes, field", [
