@@ -27,12 +27,15 @@ sys.path.insert(0, str(ROOT / "practice"))
 import exercises  # noqa: E402
 
 
-def timed(cmd: list[str], cwd: Path, repeat: int, **env: str) -> list[float]:
+def timed(cmd: list[str], cwd: Path, repeat: int, expect: int, **env: str) -> list[float]:
+    """Wall times of ``repeat`` runs; each must exit with ``expect`` (else the time measured nothing)."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env})
+        done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env})
         times.append(time.perf_counter() - start)
+        if done.returncode != expect:
+            sys.exit(f"{' '.join(cmd)} exited {done.returncode}, expected {expect}: not a valid measurement")
     return times
 
 
@@ -55,7 +58,7 @@ def main() -> None:
     exercise = exercises.find(args.id)
     print(f"exercise {exercise.name}; machine: {machine()}; {args.repeat} runs each")
     print(f"{'code':<13}{'command':<34}{'median':>9}{'min':>9}{'judge/this':>12}")
-    for name in ("solution.py", "starter.py"):
+    for name, expect in (("solution.py", 0), ("starter.py", 1)):
         with tempfile.TemporaryDirectory(prefix="judge-speed-") as tmp:
             folder = Path(tmp)
             shutil.copyfile(exercise.file("test.py"), folder / "test.py")
@@ -64,9 +67,9 @@ def main() -> None:
             rows = {
                 f"python practice/judge.py {exercise.id} FILE": timed(
                     [sys.executable, str(ROOT / "practice" / "judge.py"), str(exercise.id),
-                     str(folder / "submission.py")], ROOT, args.repeat),
-                "python -m pytest test.py": timed(pytest_cmd, folder, args.repeat),
-                "  same, plugin autoload off": timed(pytest_cmd, folder, args.repeat,
+                     str(folder / "submission.py")], ROOT, args.repeat, expect),
+                "python -m pytest test.py": timed(pytest_cmd, folder, args.repeat, expect),
+                "  same, plugin autoload off": timed(pytest_cmd, folder, args.repeat, expect,
                                                       PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"),
             }
         judge = statistics.median(next(iter(rows.values())))

@@ -83,11 +83,22 @@ class Exercise:
         zh, en, shared = split_statement(self.body)
         return ((en if lang == "en" else zh) + ("\n\n" + shared if shared else "")).strip() + "\n"
 
-    def example_tests(self) -> list[str]:
-        """Names of the ``test_example*`` functions in test.py (read with ast, nothing imported)."""
+    def test_functions(self) -> list[str]:
+        """Names of the module-level test functions in test.py (``test*``, not fixtures), read with
+        ast, nothing imported; each is collected by pytest at least once."""
         tree = ast.parse(self.file("test.py").read_text(encoding="utf-8"))
+
+        def is_fixture(decorator: ast.expr) -> bool:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            return (getattr(target, "attr", None) or getattr(target, "id", None)) == "fixture"
+
         return [node.name for node in tree.body
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_example")]
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+                and not any(is_fixture(d) for d in node.decorator_list)]
+
+    def example_tests(self) -> list[str]:
+        """Names of the ``test_example*`` functions in test.py."""
+        return [name for name in self.test_functions() if name.startswith("test_example")]
 
 
 def split_statement(body: str) -> tuple[str, str, str]:

@@ -4,12 +4,14 @@
     python practice/judge.py list | show ID | doctor | check [IDS] | reset ID
 
 Each judgement runs ``judge_core.run_tests`` in a fresh child process: its own session and process
-group (everything it starts is killed when it ends or times out: SIGTERM, then SIGKILL after a short
-grace), an address-space limit, no core files, a file-size limit, stdin on /dev/null, and its
+group (everything it starts is killed when it ends, times out or the judge is interrupted: SIGTERM,
+then SIGKILL after a short grace; on Linux also processes that left the group, found through the
+subreaper and an environment marker), an address-space limit, no core files, a file-size limit, stdin on /dev/null, and its
 stdout/stderr read incrementally and cut off past a cap. The verdict is read only from a JSON file
 the child writes after the run, stamped with a random token it received on a pipe before any
 submitted code ran; an exit code never counts, so ``sys.exit(0)``, ``os._exit(0)``, a crash or an
-endless loop cannot read as a pass. The learner's file is copied, never modified.
+endless loop cannot read as a pass, and an "accepted" that does not fit the test file (tests missing,
+counts inconsistent) is refused. The learner's file is copied, never modified.
 
 Statuses: those of judge_core (accepted, wrong_answer, error, syntax_error, import_error,
 memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` (the time limit passed) and
@@ -101,7 +103,7 @@ def child_main(test_file: str, submission_file: str, workdir: str, result_file: 
     os.dup2(null, 0)
     sys.stdin = open(os.devnull, encoding="utf-8")
     faulthandler.enable()                      # a segfault prints where it happened
-    faulthandler.register(signal.SIGTERM)      # so does the judge's timeout (SIGTERM before SIGKILL)
+    faulthandler.register(signal.SIGTERM, chain=True)   # so does the judge's timeout, then it dies
     sys.argv = ["submission.py"]
     import judge_core
 
@@ -167,50 +169,56 @@ def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int)
     if os.name == "nt":
         raise UsageError("本地评测需要 Linux 或 macOS（Windows 上请用 WSL），纯 Python 的练习也可以在网页里做。",
                          "the local judge needs Linux or macOS (on Windows use WSL); pure-Python exercises also run on the site.")
+    _adopt_orphans()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mini-judge-") as tmp:
-        token = secrets.token_hex(16)
+        token, run_id = secrets.token_hex(16), secrets.token_hex(8)
         result_file = os.path.join(tmp, "result.json")
         cmd = [sys.executable, str(Path(__file__).resolve()), "_child", str(exercise.file("test.py")),
                str(Path(file).resolve()), os.path.join(tmp, "work"), result_file, str(memory_mb)]
+        env = {**_child_env(exercise), RUN_MARKER: run_id}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=tmp, env=_child_env(exercise), start_new_session=True)
-        try:
-            proc.stdin.write((token + "\n").encode())
-            proc.stdin.close()
-        except BrokenPipeError:   # the child died at once; reported below as crashed
-            pass
-        out, err, total, reason = bytearray(), bytearray(), 0, None
+                                cwd=tmp, env=env, start_new_session=True)
+        out, err, total, reason, reported_in_time = bytearray(), bytearray(), 0, None, False
         selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ, out)
-        selector.register(proc.stderr, selectors.EVENT_READ, err)
-        deadline = started + timeout
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                reason = "timeout"
-                break
-            for key, _ in selector.select(timeout=0.02):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    continue
-                total += len(chunk)
-                key.data.extend(chunk)
-                if key.data is out:
-                    del out[KEEP:]
-                else:
-                    del err[:-KEEP]
-            if total > PIPE_LIMIT:
-                reason = "output_limit"
-                break
-        if reason == "timeout":
-            _kill_group(proc.pid, signal.SIGTERM)   # faulthandler prints where it was
+        try:
             try:
-                proc.wait(GRACE)
-            except subprocess.TimeoutExpired:
+                proc.stdin.write((token + "\n").encode())
+                proc.stdin.close()
+            except BrokenPipeError:   # the child died at once; reported below as crashed
                 pass
-        _kill_group(proc.pid, signal.SIGKILL)       # the child and everything it started
-        proc.wait()
+            selector.register(proc.stdout, selectors.EVENT_READ, out)
+            selector.register(proc.stderr, selectors.EVENT_READ, err)
+            deadline = started + timeout
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    reason = "timeout"
+                    reported_in_time = os.path.exists(result_file)   # written (atomically), still exiting
+                    break
+                for key, _ in selector.select(timeout=0.02):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        continue
+                    total += len(chunk)
+                    key.data.extend(chunk)
+                    if key.data is out:
+                        del out[KEEP:]
+                    else:
+                        del err[:-KEEP]
+                if total > PIPE_LIMIT:
+                    reason = "output_limit"
+                    break
+            if reason == "timeout":
+                _kill_group(proc.pid, signal.SIGTERM)   # faulthandler prints where it was
+                try:
+                    proc.wait(GRACE)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:   # also on Ctrl+C in the judge: nothing the submission started outlives it
+            _kill_group(proc.pid, signal.SIGKILL)       # the child and everything it started
+            proc.wait()
+            _kill_strays(run_id)                        # and what left the group (setsid, daemons)
         for key in list(selector.get_map().values()):   # what is left in the pipes, without blocking
             os.set_blocking(key.fd, False)
             try:
@@ -220,16 +228,77 @@ def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int)
         selector.close()
         proc.stdout.close()
         proc.stderr.close()
-        # A result written in time counts even if the deadline passed while the child was exiting.
-        verdict = _read_result(result_file, token) if reason != "output_limit" else None
+        # A result written in time counts even if the deadline passed while the child was exiting;
+        # one written later (a child that ignored SIGTERM and finished in the grace period) does not.
+        verdict = _read_result(result_file, token) if reason is None or reported_in_time else None
     elapsed = time.monotonic() - started
     stderr = err[-KEEP:].decode("utf-8", "replace")
     if verdict is None:
         verdict = _process_verdict(reason, proc.returncode, stderr, timeout)
+    elif why := _implausible(verdict, exercise):
+        verdict = _bare_verdict("error", tr(f"子进程报告的结果与测试文件对不上（{why}），不算数：提交的代码改动了评测程序吗？",
+                                            f"the verdict the child reported does not fit the test file ({why}); "
+                                            "it does not count: did the submission tamper with the judge?"))
     verdict.update(exit_code=proc.returncode, wall_time=round(elapsed, 3), timeout=timeout,
                    memory_limit_mb=memory_mb, process_output=out[:KEEP].decode("utf-8", "replace"),
                    process_stderr=stderr if verdict["status"] != "accepted" else "")
     return verdict
+
+
+def _implausible(verdict: dict, exercise: Exercise) -> str:
+    """Why a verdict read from the child cannot be what running the exercise's tests produced ("" if
+    it can). The child runs the submission in-process, so a verdict forged there is caught only this far."""
+    tests, counts = verdict.get("tests"), verdict.get("counts")
+    if not isinstance(verdict.get("status"), str) or not isinstance(tests, list) or not isinstance(counts, dict) \
+            or not all(isinstance(t, dict) for t in tests):
+        return "malformed verdict"
+    if verdict["status"] != "accepted":
+        return ""
+    outcomes = [t.get("outcome") for t in tests]
+    if not outcomes.count("passed") or set(outcomes) - {"passed", "skipped"} or counts.get("total") != len(tests) \
+            or counts.get("passed") != outcomes.count("passed"):
+        return "the per-test outcomes and counts disagree"
+    missing = set(exercise.test_functions()) - {str(t.get("name", "")).split("[")[0] for t in tests}
+    names = sorted(missing)
+    return f"tests never reported: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}" if names else ""
+
+
+# Processes the submission detaches from the child's process group (a double fork, setsid) escape
+# killpg; on Linux this process becomes their "subreaper", so they re-parent to it instead of init,
+# and each judgement's descendants carry RUN_MARKER=<its id> in their environment to be found by.
+RUN_MARKER = "MINI_PLATFORM_JUDGE_RUN"
+
+
+def _adopt_orphans() -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+        except (OSError, AttributeError):
+            pass
+
+
+def _kill_strays(run_id: str) -> None:
+    """SIGKILL and reap this process's children that belong to judgement ``run_id`` (Linux /proc)."""
+    marker = f"{RUN_MARKER}={run_id}".encode()
+    for _ in range(20):   # a stray may fork while it is being killed
+        strays = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid() and marker in (stat.parent / "environ").read_bytes().split(b"\0"):
+                    strays.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                continue
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
 
 def _read_result(path: str, token: str) -> dict | None:
@@ -313,7 +382,7 @@ def save_verdict(exercise: Exercise, verdict: dict, file: Path) -> None:
     state[str(exercise.id)] = {"status": verdict["status"], "passed": verdict["counts"]["passed"],
                                "total": verdict["counts"]["total"], "file": str(file),
                                "at": datetime.now().isoformat(timespec="seconds")}
-    tmp = STATE_FILE.with_suffix(".tmp")
+    tmp = STATE_FILE.with_name(f"{STATE_FILE.name}.{os.getpid()}.tmp")   # two judges at once must not collide
     tmp.write_text(json.dumps(state, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, STATE_FILE)
 
@@ -597,6 +666,18 @@ def cmd_check(args) -> int:
 # Command line
 
 
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be a positive number / 必须是正数: {text!r}")
+        return value
+    return parse
+
+
 def _parser(command: str) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lang", choices=("zh", "en"), default=os.environ.get("MINI_PLATFORM_LANG", "zh"),
@@ -608,8 +689,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
     if command == "judge":
         parser.add_argument("id", help="exercise id, e.g. 180 / 练习编号")
         parser.add_argument("file", nargs="?", help="file to judge (default: the workspace file) / 要评测的文件")
-        parser.add_argument("--timeout", type=float, help="seconds (default: the exercise's limit) / 时间限制（秒）")
-        parser.add_argument("--memory", type=int, help="address-space limit in MiB / 内存限制（MiB）")
+        parser.add_argument("--timeout", type=_positive(float), help="seconds (default: the exercise's limit) / 时间限制（秒）")
+        parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
     elif command in ("show", "reset"):
         parser.add_argument("id")
     elif command == "check":
@@ -639,6 +720,9 @@ def main(argv: list[str] | None = None) -> int:
     LANG = args.lang
     try:
         return (COMMANDS.get(command) or cmd_judge)(args)
+    except KeyboardInterrupt:   # Ctrl+C: run_isolated has already killed the child and its processes
+        print(tr("\n已中断。", "\ninterrupted."), file=sys.stderr)
+        return 130
     except BrokenPipeError:   # e.g. `judge.py list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

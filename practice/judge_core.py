@@ -34,11 +34,14 @@ imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 1):
 Statuses produced here (the CLI adds ``timeout``, ``crashed`` and, from the process, also
 ``memory_limit`` and ``output_limit``):
 
-    accepted      every collected test passed (skipped tests allowed, at least one passed)
+    accepted      every collected test passed (tests skipped by the test file's own skip/skipif/xfail
+                  markers allowed, at least one passed)
     wrong_answer  some test failed an assertion (or pytest.fail, or pytest.raises saw no exception),
                   none raised anything else
-    error         a test raised an exception other than AssertionError (incl. SystemExit),
-                  or the submission raised at import time, or pytest itself failed
+    error         a test raised an exception other than AssertionError (incl. SystemExit), or was
+                  skipped by a pytest.skip()/xfail() call rather than a marker; or the submission
+                  raised at import time, or changed test.py/pytest.ini/conftest.py in the run
+                  directory while it was imported (TamperingError); or pytest itself failed
     syntax_error  the submission (or test file) cannot be compiled
     import_error  an import failed: the submission imports a missing module, or the test file
                   asks the submission for a name it does not define ("missing function")
@@ -48,6 +51,13 @@ Statuses produced here (the CLI adds ``timeout``, ``crashed`` and, from the proc
     interrupted   KeyboardInterrupt stopped the run (the browser's soft stop)
 
 Precedence when several apply: interrupted, output_limit, memory_limit, then the per-test result.
+
+Limits of the guard: the submission runs in the same interpreter as pytest and this module, so code
+written to subvert the judge (patching this module, pytest or the collector in memory) can always
+forge a verdict; no in-process grader can prevent that. What is closed: every accident (exits,
+crashes, output floods, KeyboardInterrupt) and the cheap tricks: pytest.skip()/xfail() from code,
+rewriting test.py/pytest.ini or adding conftest.py at import time, PYTEST_ADDOPTS/PYTEST_PLUGINS.
+The CLI also checks that the verdict it reads is consistent with the test file (practice/judge.py).
 """
 from __future__ import annotations
 
@@ -75,6 +85,16 @@ _PYTEST_ARGS = ["-s", "--import-mode=importlib", "-p", "no:cacheprovider", "-q",
                 "--continue-on-collection-errors", "-p", "no:faulthandler", "-p", "no:logging", "-p", "no:doctest",
                 "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:legacypath",
                 "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:stepwise"]
+
+
+_SKIP_FORBIDDEN = ("only the test file's skip/skipif/xfail markers may skip a test; "
+                   "pytest.skip()/pytest.xfail() was called while it ran: ")
+# Settings read from the environment that would change which tests run or what pytest loads.
+_PYTEST_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+class TamperingError(RuntimeError):
+    """The submission changed the judge's own files in the run directory before the tests ran."""
 
 
 def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -172,7 +192,10 @@ class _Collector:
             return report
         exc = call.excinfo.value
         if report.skipped:
-            test["outcome"], test["message"] = "skipped", _describe(exc)
+            if any(item.get_closest_marker(name) for name in ("skip", "skipif", "xfail")):
+                test["outcome"], test["message"] = "skipped", _describe(exc)
+            else:   # pytest.skip()/xfail() called by code, e.g. the submission dodging a test it fails
+                test["outcome"], test["message"] = "error", _SKIP_FORBIDDEN + _describe(exc)
             return report
         self.memory |= isinstance(exc, MemoryError)
         # A wrong answer: a failed assert, or pytest.fail / pytest.raises' "DID NOT RAISE".
@@ -206,6 +229,17 @@ def _import_submission() -> BaseException | None:
         sys.modules.pop(_SUBMISSION, None)
         return exc
     return None
+
+
+def _check_untouched(run_dir: str, judge_files: dict[str, bytes]) -> TamperingError | None:
+    """The files that decide which tests run must be as the judge wrote them after the import."""
+    changed = [name for name, data in judge_files.items()
+               if not os.path.isfile(os.path.join(run_dir, name)) or Path(run_dir, name).read_bytes() != data]
+    changed += [name for name in ("conftest.py",) if os.path.lexists(os.path.join(run_dir, name))]
+    if not changed:
+        return None
+    return TamperingError(f"importing submission.py changed or created {', '.join(changed)} in the run directory, "
+                          "so the tests were not run; the submission must not write these files.")
 
 
 def _status_for_exception(exc: BaseException) -> str:
@@ -245,13 +279,16 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     shutil.copyfile(test_file, os.path.join(run_dir, _TEST + ".py"))
     shutil.copyfile(submission_file, os.path.join(run_dir, _SUBMISSION + ".py"))
     Path(run_dir, "pytest.ini").write_text(_PYTEST_INI)
+    judge_files = {name: Path(run_dir, name).read_bytes() for name in (_TEST + ".py", "pytest.ini")}
 
     sink = _CappedBytes(OUTPUT_LIMIT)
     stream = io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace", write_through=True)
     collector = _Collector(run_dir, sink, stream)
     pytest_log = io.StringIO()   # pytest's own reporting; shown only when pytest itself fails
     saved_cwd, saved_out, saved_err, saved_bytecode = os.getcwd(), sys.stdout, sys.stderr, sys.dont_write_bytecode
-    saved_autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    # The browser runs every judgement in one long-lived interpreter: what a submission changes in the
+    # process-wide state restored here must not carry over into the next run (the CLI's child is fresh).
+    saved_environ, saved_path, saved_recursion = dict(os.environ), list(sys.path), sys.getrecursionlimit()
     _purge(run_dir)
     sys.path.insert(0, run_dir)
     sys.dont_write_bytecode = True
@@ -261,8 +298,12 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
         sys.stdout = sys.stderr = stream
         problem = _import_submission()
         if problem is None:
+            problem = _check_untouched(run_dir, judge_files)
+        if problem is None:
             sys.stdout = sys.stderr = pytest_log
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"   # the same plugins everywhere
+            for key in _PYTEST_ENV:   # the same options and plugins everywhere, whatever was set
+                os.environ.pop(key, None)
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             exit_code = pytest.main([os.path.join(run_dir, _TEST + ".py"), "-c",
                                      os.path.join(run_dir, "pytest.ini"), "--rootdir", run_dir,
                                      *_PYTEST_ARGS], plugins=[collector])
@@ -275,10 +316,11 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
             pass
         os.chdir(saved_cwd)
         sys.stdout, sys.stderr, sys.dont_write_bytecode = saved_out, saved_err, saved_bytecode
-        if saved_autoload is None:
-            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved_autoload
+        if dict(os.environ) != saved_environ:
+            os.environ.clear()
+            os.environ.update(saved_environ)
+        sys.path[:] = saved_path
+        sys.setrecursionlimit(saved_recursion)
         _purge(run_dir)
     try:
         where = "submission.py (import)" if problem is not None else "test.py (collection)"

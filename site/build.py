@@ -37,10 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 from practice.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
 
-# The wheels `import pytest` needs inside Pyodide, at the versions of Pyodide's own lockfile
-# (node_modules/pyodide/pyodide-lock.json). Pyodide's CDN is not used: these come from PyPI.
+# The wheels `import pytest` needs inside Pyodide. pytest is the version requirements.txt pins, so the
+# local judge and the browser run the same pytest; the others are at the versions of Pyodide's own
+# lockfile (node_modules/pyodide/pyodide-lock.json). Pyodide's CDN is not used: these come from PyPI.
 WHEELS = {
-    "pytest-9.0.2-py3-none-any.whl": "711ffd45bf766d5264d487b917733b453d917afd2b0ad65223959f59089f875b",
+    "pytest-9.0.3-py3-none-any.whl": "2c5efc453d45394fdd706ade797c0a81091eccd1d6e4bccfcd476e2b8e0ab5d9",
     "pluggy-1.6.0-py3-none-any.whl": "e920276dd6813095e9377c0bc5566d94c932c33b27a3e3945d8389c374dd4746",
     "iniconfig-2.3.0-py3-none-any.whl": "f631c04d2c48c52b84d0d0549c99ff3859c98df65b3101406327ecc7d53fbf12",
     "packaging-26.1-py3-none-any.whl": "5d9c0669c6285e491e0ced2eee587eaf67b670d94a19e94e3984a481aba6802f",
@@ -51,6 +52,7 @@ RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", WEB / "src" / "browser_ru
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
 DIFFICULTY = {"easy": ("简单", "easy"), "medium": ("中等", "medium"), "hard": ("困难", "hard")}
 JUDGE_COMMAND = "python practice/judge.py {id}"
+BUILD_MARKER = ".mini-platform-site"   # in an output folder: build.py made it and may replace it
 
 
 class BuildError(RuntimeError):
@@ -309,11 +311,11 @@ def check_browser_imports(exercise: Exercise) -> None:
 
 
 def check_self_contained(out: Path) -> None:
-    """Fail when a built page or script would load anything from another host."""
-    pattern = re.compile(r"""(?:\bsrc\s*=\s*["']?|<link[^>]*href\s*=\s*["']?|url\(\s*["']?|\bimport\s*\(?\s*["'])"""
-                         r"""(?:https?:)?//""", re.IGNORECASE)
+    """Fail when a built page, script or stylesheet would load anything from another host."""
+    pattern = re.compile(r"""(?:\bsrc\s*=\s*["']?|<link[^>]*href\s*=\s*["']?|url\(\s*["']?|\bimport\s*\(?\s*["']|"""
+                         r"""@import\s+["']|\bfetch\(\s*["'`]|sourceMappingURL=)(?:https?:)?//""", re.IGNORECASE)
     for path in out.rglob("*"):
-        if path.suffix in (".html", ".js", ".css") and path.is_file():
+        if path.suffix in (".html", ".js", ".mjs", ".css") and path.is_file():
             match = pattern.search(path.read_text(encoding="utf-8", errors="replace"))
             if match:
                 raise BuildError(f"{path.relative_to(out)} would load from another host: {match.group(0)!r}")
@@ -321,12 +323,17 @@ def check_self_contained(out: Path) -> None:
 
 def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None:
     started = time.perf_counter()
+    earlier = (out / BUILD_MARKER).is_file() or (out / "runtime" / "snapshot.bin").is_file()   # or an older build
+    if out.exists() and any(out.iterdir()) and not earlier:
+        raise BuildError(f"{out} is not empty and was not made by this script, which replaces the whole "
+                         "output folder; choose an empty or new folder for --out.")
     ensure_node_modules()
     wheels = ensure_wheels()
     exercises = discover()
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    (out / BUILD_MARKER).write_text("made by site/build.py; the whole folder is replaced on each build\n")
     build_runtime(out, wheels)
     build_assets(out)
     env = templates()
@@ -380,7 +387,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[site] build failed: {exc}", file=sys.stderr)
         return 1
     if args.serve:
-        server = make_server(out, args.port)
+        try:
+            server = make_server(out, args.port)
+        except OSError as exc:
+            print(f"[site] cannot serve on 127.0.0.1:{args.port}: {exc.strerror}; pick another with --port N "
+                  f"(the site is built in {out})", file=sys.stderr)
+            return 1
         log(f"serving {out} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C stops)")
         try:
             server.serve_forever()

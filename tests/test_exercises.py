@@ -109,6 +109,16 @@ def test_exercise_passes_the_maintainer_check(folder, checked):
         pytest.skip(skipped)
 
 
+def test_test_functions_are_read_without_importing(tmp_path):
+    test = ("import pytest\nraise SystemExit('never imported')\n\n@pytest.fixture\ndef test_data():\n    return 1\n\n"
+            "def helper():\n    pass\n\ndef test_example_one(test_data):\n    pass\n\n"
+            "@pytest.mark.parametrize('x', [1, 2])\ndef test_many(x):\n    pass\n\nclass TestGroup:\n"
+            "    def test_inside(self):\n        pass\n")
+    exercise = exercises.load_exercise(make_exercise(tmp_path, test=test))
+    assert exercise.test_functions() == ["test_example_one", "test_many"]   # fixtures, helpers, methods: no
+    assert exercise.example_tests() == ["test_example_one"]
+
+
 def test_layout_problems_are_reported(tmp_path):
     body = PROBLEM.format(id=189, timeout=3).replace("## English", "## Englisch").replace("## 示例 / Example", "## Usage")
     exercise = exercises.load_exercise(make_exercise(tmp_path, problem=body, test="def test_first():\n    pass\n"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -135,6 +136,23 @@ HOSTILE = {
     "reads_stdin": ("def double(x):\n    return int(input())\n", {"error"}),
     "wrong_answer_after_stdin_read": ("import sys\ndef double(x):\n    sys.stdin.read()\n    return x\n",
                                       {"wrong_answer"}),
+    # Deliberate forgery from inside the child: caught by the parent's consistency check.
+    "patches_the_judge_core": ("import sys\ncore = sys.modules['judge_core']\nreal = core._verdict\n"
+                               "def forged(*args):\n    verdict = real(*args)\n    verdict['status'] = 'accepted'\n"
+                               "    return verdict\ncore._verdict = forged\ndef double(x):\n    return x\n", {"error"}),
+    "forges_the_result_file": (
+        "import json, os, sys\nframe = sys._getframe()\nwhile 'result_file' not in frame.f_locals:\n"
+        "    frame = frame.f_back\ntest = {'name': 'test_example', 'outcome': 'passed', 'message': '', 'details': '',"
+        " 'stdout': '', 'duration': 0.0}\nverdict = {'schema': 1, 'status': 'accepted', 'message': '', 'details': '',"
+        " 'tests': [test], 'counts': {'passed': 1, 'failed': 0, 'error': 0, 'skipped': 0, 'total': 1},"
+        " 'output': '', 'output_truncated': False, 'duration': 0.0}\n"
+        "open(frame.f_locals['result_file'], 'w').write(json.dumps({'token': frame.f_locals['token'], 'verdict': verdict}))\n"
+        "os._exit(0)\n", {"error"}),
+    "forges_a_malformed_result": (
+        "import json, os, sys\nframe = sys._getframe()\nwhile 'result_file' not in frame.f_locals:\n"
+        "    frame = frame.f_back\n"
+        "open(frame.f_locals['result_file'], 'w').write(json.dumps({'token': frame.f_locals['token'], 'verdict': {}}))\n"
+        "os._exit(0)\n", {"error"}),
 }
 
 
@@ -173,6 +191,42 @@ def test_background_process_is_killed_afterwards(exercise, tmp_path):
         """
     verdict = judge_source(exercise, tmp_path, source)
     assert verdict["status"] == "accepted"   # a correct answer still counts, and the judge did not wait
+    assert process_gone(int(pid_file.read_text()))
+
+
+def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
+    # A double fork and setsid leave the child's process group; the judge still finds and kills it.
+    pid_file = tmp_path / "pid"
+    source = f"""\
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            os._exit(0)
+        os.wait()
+        def double(x):
+            return 2 * x
+        """
+    assert judge_source(exercise, tmp_path, source)["status"] == "accepted"
+    assert process_gone(int(pid_file.read_text()))
+
+
+def test_interrupting_the_judge_kills_the_child(root, tmp_path):
+    pid_file, answer = tmp_path / "pid", tmp_path / "loop.py"
+    answer.write_text(f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n")
+    env = {**os.environ, "MINI_PLATFORM_PRACTICE_DIR": str(root)}
+    judge_cli = subprocess.Popen([sys.executable, str(PRACTICE / "judge.py"), "189", str(answer), "--timeout", "60"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for _ in range(400):   # the submission is running once it wrote its pid
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    judge_cli.send_signal(signal.SIGINT)   # Ctrl+C
+    _, err = judge_cli.communicate(timeout=30)
+    assert judge_cli.returncode == 130, err.decode()
     assert process_gone(int(pid_file.read_text()))
 
 

@@ -116,6 +116,35 @@ def test_no_tests_and_skips(run):
     assert verdict["status"] == "accepted" and verdict["counts"]["skipped"] == 1
 
 
+@pytest.mark.parametrize("call", ["pytest.skip('later')", "pytest.xfail('later')"])
+def test_skip_called_by_the_submission_is_not_a_pass(run, call):
+    # Hard-code the example, dodge the rest: a skip that no marker in test.py declared is an error.
+    source = f"import pytest\ndef double(x):\n    if x != 2:\n        {call}\n    return 4\n"
+    verdict = run(source)
+    assert verdict["status"] == "error" and verdict["counts"]["passed"] == 1, verdict
+    assert "pytest.skip()/pytest.xfail()" in verdict["tests"][1]["message"]
+
+
+@pytest.mark.parametrize("attack", [
+    'open("test.py", "w").write("def test_ok():\\n    pass\\n")',
+    'open("pytest.ini", "a").write("addopts = -k test_example\\n")',
+    'open("conftest.py", "w").write("import pytest\\n@pytest.hookimpl(hookwrapper=True)\\n'
+    'def pytest_pyfunc_call(pyfuncitem):\\n    (yield).force_result(True)\\n")',
+])
+def test_rewriting_the_judges_files_at_import_is_not_a_pass(run, attack):
+    verdict = run(attack + "\ndef double(x):\n    return 4\n")
+    assert verdict["status"] == "error" and "TamperingError" in verdict["message"], verdict
+    assert verdict["counts"]["total"] == 0
+
+
+def test_pytest_options_from_the_environment_are_ignored_and_restored(run, monkeypatch):
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k test_example")
+    assert run("def double(x):\n    return 4\n")["status"] == "wrong_answer"   # test_many still ran
+    verdict = run("import os\nos.environ['PYTEST_ADDOPTS'] = '-k test_example'\ndef double(x):\n    return 4\n")
+    assert verdict["status"] == "wrong_answer"
+    assert os.environ["PYTEST_ADDOPTS"] == "-k test_example"
+
+
 def test_broken_test_file_is_an_error_not_a_pass(run):
     verdict = run(SOLUTION, "from submission import double\nraise RuntimeError('broken test file')\n")
     assert verdict["status"] == "error" and "broken test file" in verdict["message"]
@@ -132,6 +161,17 @@ def test_runs_leave_no_trace_and_do_not_leak_into_each_other(run, tmp_path):
     assert "run-" not in (getattr(sys.modules.get("test"), "__file__", None) or "")
     assert list((tmp_path / "work").iterdir()) == []   # run directories, scratch files, no __pycache__
     assert not (tmp_path / "scratch.txt").exists()
+
+
+def test_process_state_changed_by_a_submission_does_not_reach_the_next_run(run):
+    # The browser judges every run in one interpreter; each must start as the CLI's fresh child does.
+    source = ("import os, sys\nos.environ['MINI_JUDGE_LEAK'] = '1'\nsys.path.append('/nowhere')\n"
+              "sys.setrecursionlimit(4321)\ndef double(x):\n    return 2 * x\n")
+    path, limit = list(sys.path), sys.getrecursionlimit()
+    assert run(source)["status"] == "accepted"
+    assert "MINI_JUDGE_LEAK" not in os.environ and sys.path == path and sys.getrecursionlimit() == limit
+    probe = "import os\ndef double(x):\n    return 2 * x if 'MINI_JUDGE_LEAK' not in os.environ else x\n"
+    assert run(probe)["status"] == "accepted"
 
 
 def test_missing_input_file_raises(tmp_path):

@@ -123,3 +123,25 @@ def test_browser_exercises_may_import_only_the_standard_library_and_pytest(build
     (folder / "solution.py").write_text("import json\n\nimport numpy as np\n")
     with pytest.raises(build.BuildError, match=r"189_demo/solution.py:3 imports numpy"):
         build.check_browser_imports(exercise)
+
+
+def test_output_folder_not_made_by_the_build_is_never_deleted(build, tmp_path):
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("irreplaceable")
+    with pytest.raises(build.BuildError, match="not made by this script"):
+        build.build(mine)
+    assert (mine / "thesis.txt").read_text() == "irreplaceable"
+
+
+@pytest.mark.parametrize("name, text", [
+    ("assets/style.css", '@import "https://fonts.example.org/css2?family=Noto+Sans+SC";'),
+    ("assets/style.css", "@font-face { src: url(//fonts.example.org/x.woff2); }"),
+    ("pyodide/loader.mjs", 'const lock = await fetch("https://cdn.example.org/lock.json");'),
+    ("assets/app.js", "//# sourceMappingURL=https://maps.example.org/app.js.map"),
+])
+def test_offline_check_covers_stylesheets_fonts_modules_and_source_maps(build, tmp_path, name, text):
+    (tmp_path / name).parent.mkdir(parents=True)
+    (tmp_path / name).write_text(text)
+    with pytest.raises(build.BuildError, match="would load from another host"):
+        build.check_self_contained(tmp_path)

@@ -24,7 +24,7 @@ export const STATUS_TEXT = {
   wrong_answer: ["答案错误", "Wrong answer"],
   error: ["运行出错", "Error"],
   syntax_error: ["语法错误", "Syntax error"],
-  import_error: ["导入错误", "Import error"],
+  import_error: ["导入失败", "Import error"],
   no_tests: ["没有测试", "No tests"],
   memory_limit: ["超出内存限制", "Memory limit exceeded"],
   output_limit: ["输出过多", "Output limit exceeded"],

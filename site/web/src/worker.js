@@ -22,13 +22,15 @@ async function start(interrupt) {
   sitePackages.catch(() => {}); // awaited below; this only keeps an early failure from being "unhandled"
   // The snapshot already holds pytest and the judge imported and warmed up (see precompile.mjs).
   // Should it be missing or refused, start from scratch: slower, but the same interpreter.
+  // packageBaseUrl: Pyodide's default for fetching packages is its CDN; point it at our own files too.
+  const options = { indexURL: pyodideURL, packageBaseUrl: pyodideURL, packages: [] };
   let py;
   let fresh = false;
   try {
-    py = await loadPyodide({ indexURL: pyodideURL, packages: [], _loadSnapshot: snapshot });
+    py = await loadPyodide({ ...options, _loadSnapshot: snapshot });
   } catch (err) {
     console.warn(`starting Python without the snapshot: ${err}`);
-    py = await loadPyodide({ indexURL: pyodideURL, packages: [] });
+    py = await loadPyodide(options);
     fresh = true;
   }
   mark(fresh ? "load" : "restore", t0);
