@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "practice"))
 import exercises  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+import hostinfo  # noqa: E402
 
 
 def timed(cmd: list[str], cwd: Path, repeat: int, expect: int, **env: str) -> list[float]:
@@ -39,24 +40,13 @@ def timed(cmd: list[str], cwd: Path, repeat: int, expect: int, **env: str) -> li
     return times
 
 
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"{platform.system()} {platform.release()}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("id", nargs="?", default="180")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     exercise = exercises.find(args.id)
-    print(f"exercise {exercise.name}; machine: {machine()}; {args.repeat} runs each")
+    print(f"exercise {exercise.name}; machine: {hostinfo.describe()}; {args.repeat} runs each")
     print(f"{'code':<13}{'command':<34}{'median':>9}{'min':>9}{'judge/this':>12}")
     for name, expect in (("solution.py", 0), ("starter.py", 1)):
         with tempfile.TemporaryDirectory(prefix="judge-speed-") as tmp:

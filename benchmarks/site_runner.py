@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+import hostinfo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -31,13 +32,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 STUBBORN_LOOP = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
 DONE = "!['', 'running'].includes(document.querySelector('[data-testid=verdict]').dataset.status)"
-
-
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} CPUs, load average {load}"
 
 
 def load_build_module():
@@ -85,7 +79,7 @@ def main() -> int:
     cold, warm, respawn = [], [], None
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        print(f"machine:  {machine()}")
+        print(f"machine:  {hostinfo.describe()}")
         print(f"browser:  headless Chromium {browser.version}; Pyodide {pyodide_version}; exercise {exercise.id}")
         for i in range(args.cold):
             context = browser.new_context()

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +38,9 @@ import torch
 
 from mini_platform import LLM, SamplingParams, ops
 from mini_platform.model import make_tiny_checkpoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+import hostinfo  # noqa: E402
 
 
 # The tiny random Llama of mini_platform.model.tiny (2 layers, hidden 64, vocab 257), longer context.
@@ -111,13 +114,7 @@ def engine_label(llm: LLM) -> str:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    return f"{hostinfo.describe()}, torch {torch.__version__}, {torch.get_num_threads()} threads"
 
 
 def main() -> None:
