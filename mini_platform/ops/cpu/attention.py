@@ -112,11 +112,16 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     return out
 
 
-def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                           block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
-    """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
+    """``0, 1, ..., B``: a decode batch as a mixed batch of one query per request (shapes checked)."""
     if query.dim() != 3 or query.shape[0] != seq_lens.shape[0]:
         raise ValueError(f"decode query must be [B, num_heads, head_dim] with B = len(seq_lens) = {seq_lens.shape[0]}, "
                          f"got {tuple(query.shape)}")
-    query_start_loc = torch.arange(query.shape[0] + 1, dtype=torch.int32)
-    return paged_attention(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale)
+    return torch.arange(query.shape[0] + 1, dtype=torch.int32, device=query.device)
+
+
+def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                           block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
+    """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+    return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
+                           seq_lens, scale)
