@@ -92,7 +92,8 @@ def sites(tmp_path_factory) -> dict[str, Path]:
     return sites
 
 
-PROBE = """
+# Start of every child script: collect all log records in `records` (printed back as JSON).
+COLLECT_LOGS = """
 import json, logging, sys
 
 records = []
@@ -103,7 +104,9 @@ class Collect(logging.Handler):
 
 logging.getLogger().addHandler(Collect())
 logging.getLogger().setLevel(logging.DEBUG)
+"""
 
+PROBE = COLLECT_LOGS + """
 def plugin_modules():
     return sorted(m for m in sys.modules if m.endswith("_plugin") or m == "mini_platform.ascend")
 
@@ -226,15 +229,7 @@ def test_without_plugins_the_builtin_cpu_platform_is_detected(sites):
     assert f"Automatically detected platform {BUILTIN.split('.')[-2]}." in [msg for _, msg in result["logs"]]
 
 
-GENERAL = """
-import json, logging, sys
-records = []
-class Collect(logging.Handler):
-    def emit(self, record):
-        records.append([record.levelname, record.getMessage()])
-logging.getLogger().addHandler(Collect())
-logging.getLogger().setLevel(logging.DEBUG)
-
+GENERAL = COLLECT_LOGS + """
 from mini_platform import plugins
 plugins.load_general_plugins()
 plugins.load_general_plugins()
