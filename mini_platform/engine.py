@@ -17,8 +17,11 @@ from typing import Any, Sequence, Union
 import torch
 
 from . import ops, platforms, plugins
+from .distributed.executor import MultiprocExecutor
+from .distributed.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
+from .model.sharding import check_tensor_parallel
 from .model_runner import ModelRunner
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
@@ -42,9 +45,11 @@ class EngineConfig:
     dtype: str | torch.dtype = "float32"
     backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
     device: str | None = None   # None = the platform's device
+    tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.distributed)
+    enable_expert_parallel: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("block_size", "max_num_seqs", "max_num_batched_tokens"):
+        for name in ("block_size", "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size"):
             _check_positive_int(name, getattr(self, name))
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
@@ -130,11 +135,19 @@ class LLMEngine:
         num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
 
         self.model_config = model_config
-        self.model = load_model(config.model, dtype=dtype, device=device)
+        if config.tensor_parallel_size == 1:
+            self.model = load_model(config.model, dtype=dtype, device=device)
+            self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
+        else:  # the model lives in the workers; rank 0's logits come back to the CPU
+            check_tensor_parallel(model_config, config.tensor_parallel_size)
+            self.model = None
+            self.runner = MultiprocExecutor(WorkerConfig(config.model, config.tensor_parallel_size, dtype, num_blocks,
+                                                         config.block_size, config.backend,
+                                                         config.enable_expert_parallel))
+        self.logits_device = self.model.device if self.model is not None else torch.device("cpu")
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
                                    config.enable_chunked_prefill, model_config.eos_token_ids)
-        self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
         self.tokenizer = _Tokenizer(Path(config.model))
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
@@ -191,7 +204,7 @@ class LLMEngine:
             request_id = next(i for i in map(str, self._ids) if i not in self.requests)
         if request_id in self.requests:
             raise ValueError(f"request id {request_id!r} is already in use")
-        generator = None if params.seed is None else make_generator(params.seed, self.model.device)
+        generator = None if params.seed is None else make_generator(params.seed, self.logits_device)
         request = Request(request_id, prompt_ids, params, generator)
         self.requests[request_id] = request
         self.scheduler.add(request)
@@ -223,6 +236,11 @@ class LLMEngine:
                 del self.requests[request.request_id]
         return outputs
 
+    def close(self) -> None:
+        """Stop the worker processes of a tensor-parallel engine (nothing to do in one process)."""
+        if isinstance(self.runner, MultiprocExecutor):
+            self.runner.close()
+
     def stats(self) -> dict[str, int]:
         return {"num_preemptions": self.scheduler.num_preemptions,
                 "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
@@ -241,11 +259,22 @@ class LLM:
 
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
     requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
-    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None.
+    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
+    tensor_parallel_size=1, enable_expert_parallel=False. With ``tensor_parallel_size > 1`` the model runs
+    in that many worker processes: ``close()`` them, or use ``with LLM(...) as llm:``.
     """
 
     def __init__(self, model: str | Path, **options: Any) -> None:
         self.engine = LLMEngine(model, **options)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> "LLM":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     def generate(self, prompts: Prompt | Sequence[Prompt],
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None) -> list[RequestOutput]:

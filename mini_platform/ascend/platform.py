@@ -37,3 +37,7 @@ class NPUPlatform(Platform):
     def device_module(cls) -> Any:
         importlib.import_module("torch_npu")  # registers torch.npu
         return super().device_module()
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        return "mini_platform.ascend.communicator.NpuCommunicator"

@@ -9,20 +9,36 @@
 
 Matmuls are plain ``F.linear``. Q/K/V and gate/up are merged into one weight each (one matmul
 instead of three or two); :class:`MergedLinear` records which rows came from which checkpoint tensor.
+
+Tensor parallelism (chapter 8): the layers ask ``get_tp_group()`` for the group they are split over
+(a single rank unless a worker set one up). :class:`MergedLinear` is column-parallel (each rank holds
+some output rows), :class:`RowParallelLinear` holds some input columns and all-reduces its output, and
+:class:`VocabParallelEmbedding` holds some vocabulary rows. Each says, per checkpoint tensor, which
+:class:`Shard` of it to load; ``model/sharding.py`` holds the arithmetic.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .. import ops
+from ..distributed.parallel_state import get_tp_group
 from .config import ModelConfig
+from .sharding import divide, head_shard, vocab_range
 
 AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class Shard(NamedTuple):
+    """The slice of a checkpoint tensor a parameter holds: along ``dim``, from ``start`` on, as many rows as the
+    parameter has; ``size`` is the whole checkpoint tensor's extent along ``dim`` (checked on load)."""
+    dim: int
+    start: int
+    size: int
 
 
 def _param(*shape: int, dtype: torch.dtype) -> nn.Parameter:
@@ -40,11 +56,16 @@ class Linear(nn.Module):
 
 
 class MergedLinear(Linear):
-    """Several checkpoint projections stacked along the output dim, e.g. ``{"q_proj": 64, "k_proj": 16, ...}``."""
+    """Several checkpoint projections stacked along the output dim, e.g. ``{"q_proj": 64, "k_proj": 16, ...}``.
 
-    def __init__(self, in_features: int, parts: dict[str, int], bias: bool, dtype: torch.dtype) -> None:
+    Column-parallel: ``parts`` are the rows this rank holds; ``shards`` (default: each part is the whole
+    tensor) gives, per part, the checkpoint rows they come from. The output stays split across ranks."""
+
+    def __init__(self, in_features: int, parts: dict[str, int], bias: bool, dtype: torch.dtype,
+                 shards: dict[str, Shard] | None = None) -> None:
         super().__init__(in_features, sum(parts.values()), bias, dtype)
         self.parts = parts
+        self.shards = shards or {name: Shard(0, 0, size) for name, size in parts.items()}
 
     def part_rows(self) -> dict[str, slice]:
         """Checkpoint name -> rows of the merged weight it fills."""
@@ -55,13 +76,46 @@ class MergedLinear(Linear):
         return rows
 
 
-class Embedding(nn.Module):
+class RowParallelLinear(Linear):
+    """``y = x W^T + b`` with ``W``'s input columns split across ranks: each rank multiplies its slice of ``x``
+    (the output of a column-parallel layer) and the partial sums are all-reduced; the bias is added once."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> None:
+        self.tp = get_tp_group()
+        super().__init__(divide(in_features, self.tp.world_size, "in_features"), out_features, bias, dtype)
+        self.shard = Shard(1, self.tp.rank_in_group * self.weight.shape[1], in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.tp.all_reduce(F.linear(x, self.weight))
+        return y if self.bias is None else y + self.bias
+
+
+class VocabParallelEmbedding(nn.Module):
+    """Token embeddings with the vocabulary split across ranks (padded to a multiple of 64 first). A rank
+    looks up the ids it holds, writes zeros for the others, and the all-reduce fills in the rest.
+    The same weight serves as the LM head (:meth:`logits`): each rank scores its ids, an all-gather joins them."""
+
     def __init__(self, num_embeddings: int, dim: int, dtype: torch.dtype) -> None:
         super().__init__()
-        self.weight = _param(num_embeddings, dim, dtype=dtype)
+        self.tp = get_tp_group()
+        self.num_embeddings = num_embeddings
+        self.start, rows, real_rows = vocab_range(num_embeddings, self.tp.world_size, self.tp.rank_in_group)
+        self.weight = _param(rows, dim, dtype=dtype)
+        self.weight.data[real_rows:].zero_()  # padding rows: never looked up, score 0 (cut off in logits)
+        self.shard = Shard(0, self.start, num_embeddings)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return F.embedding(input_ids, self.weight)
+        if self.tp.world_size == 1:
+            return F.embedding(input_ids, self.weight)
+        local = input_ids - self.start
+        held = (local >= 0) & (local < self.weight.shape[0])
+        out = F.embedding(local.masked_fill(~held, 0), self.weight).masked_fill(~held.unsqueeze(-1), 0)
+        return self.tp.all_reduce(out)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[T, H]`` -> fp32 logits ``[T, V]`` over the whole vocabulary, on every rank."""
+        logits = F.linear(hidden, self.weight).float()
+        return self.tp.all_gather(logits, dim=-1)[:, :self.num_embeddings]
 
 
 class RMSNorm(nn.Module):
@@ -154,11 +208,17 @@ class Attention(nn.Module):
     def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype) -> None:
         super().__init__()
         self.layer_idx = layer_idx
-        self.num_heads, self.num_kv_heads = config.num_attention_heads, config.num_key_value_heads
-        self.head_dim = config.head_dim
-        self.qkv_proj = MergedLinear(config.hidden_size, {"q_proj": config.q_size, "k_proj": config.kv_size,
-                                                          "v_proj": config.kv_size}, config.qkv_bias, dtype)
-        self.o_proj = Linear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
+        tp = get_tp_group()
+        heads = head_shard(config.num_attention_heads, config.num_key_value_heads, tp.world_size, tp.rank_in_group)
+        self.num_heads, self.num_kv_heads, self.head_dim = heads.num_heads, heads.num_kv_heads, config.head_dim
+        hd = config.head_dim
+        q_rows, kv_rows = heads.num_heads * hd, heads.num_kv_heads * hd
+        self.qkv_proj = MergedLinear(
+            config.hidden_size, {"q_proj": q_rows, "k_proj": kv_rows, "v_proj": kv_rows}, config.qkv_bias, dtype,
+            shards={"q_proj": Shard(0, heads.q_start * hd, config.q_size),
+                    "k_proj": Shard(0, heads.kv_start * hd, config.kv_size),
+                    "v_proj": Shard(0, heads.kv_start * hd, config.kv_size)})
+        self.o_proj = RowParallelLinear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
         self.rotary_emb = rotary
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
@@ -175,10 +235,13 @@ class Attention(nn.Module):
 class SiluAndMulMLP(nn.Module):
     def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
         super().__init__()
+        tp = get_tp_group()
         size = config.intermediate_size
-        self.gate_up_proj = MergedLinear(config.hidden_size, {"gate_proj": size, "up_proj": size},
-                                         config.mlp_bias, dtype)
-        self.down_proj = Linear(size, config.hidden_size, config.mlp_bias, dtype)
+        rows = divide(size, tp.world_size, "intermediate_size")
+        shard = Shard(0, tp.rank_in_group * rows, size)
+        self.gate_up_proj = MergedLinear(config.hidden_size, {"gate_proj": rows, "up_proj": rows},
+                                         config.mlp_bias, dtype, shards={"gate_proj": shard, "up_proj": shard})
+        self.down_proj = RowParallelLinear(size, config.hidden_size, config.mlp_bias, dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(ops.silu_and_mul(self.gate_up_proj(x)))

@@ -5,21 +5,21 @@ except the merged ``qkv_proj`` and ``gate_up_proj`` (see ``layers.MergedLinear``
 The model knows nothing about KV caches: each layer hands ``q, k, v`` after RoPE to the
 ``attention`` callable it is given, ``attention(layer_idx, q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hd])
 -> [T, nh, hd]``, which stores K/V wherever it keeps them and attends with scale ``hd ** -0.5``.
+Under tensor parallelism ``nh`` and ``nkv`` are this rank's heads (see ``layers.Attention``).
 """
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
-from .layers import AttentionFn, DecoderLayer, Embedding, Linear, RMSNorm, RotaryEmbedding
+from .layers import AttentionFn, DecoderLayer, RMSNorm, RotaryEmbedding, VocabParallelEmbedding
 
 
 class DecoderModel(nn.Module):
     def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
         super().__init__()
-        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype)
+        self.embed_tokens = VocabParallelEmbedding(config.vocab_size, config.hidden_size, dtype)
         rotary = RotaryEmbedding(config.head_dim, config.max_position_embeddings, config.rope_theta,
                                  config.rope_scaling)
         self.layers = nn.ModuleList(DecoderLayer(config, i, rotary, dtype) for i in range(config.num_hidden_layers))
@@ -39,12 +39,17 @@ class CausalLM(nn.Module):
         super().__init__()
         self.config = config
         self.model = DecoderModel(config, dtype)
-        self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size,
-                                                                      False, dtype)
+        self.lm_head = None if config.tie_word_embeddings else VocabParallelEmbedding(
+            config.vocab_size, config.hidden_size, dtype)
 
     @property
     def dtype(self) -> torch.dtype:
         return self.model.embed_tokens.weight.dtype
+
+    @property
+    def num_kv_heads(self) -> int:
+        """KV heads per layer that this rank's cache holds (all of them without tensor parallelism)."""
+        return self.model.layers[0].self_attn.num_kv_heads
 
     @property
     def device(self) -> torch.device:
@@ -59,5 +64,5 @@ class CausalLM(nn.Module):
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """``[T, H]`` -> fp32 logits ``[T, V]`` (the embedding matrix when the embeddings are tied)."""
-        weight = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(hidden, weight).float()
+        head = self.model.embed_tokens if self.lm_head is None else self.lm_head
+        return head.logits(hidden)

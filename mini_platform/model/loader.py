@@ -4,17 +4,19 @@ A sharded checkpoint has ``model.safetensors.index.json`` whose ``weight_map`` n
 each tensor; otherwise every ``*.safetensors`` file in the directory is read. Each checkpoint tensor
 must land in exactly one place of the model (a whole parameter or its rows of a merged one):
 a tensor the model needs but the files lack, or one the files have but no parameter takes, is an error.
+Under tensor parallelism each rank reads only its shard of a split tensor (a safetensors slice).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import safe_open
 
 from .config import ModelConfig
-from .layers import Linear, MergedLinear
+from .layers import MergedLinear, Shard, VocabParallelEmbedding
 from .llama import CausalLM
 
 INDEX_FILE = "model.safetensors.index.json"
@@ -27,18 +29,32 @@ class CheckpointError(ValueError):
     """The checkpoint's files do not match what its config describes."""
 
 
-def checkpoint_targets(model: CausalLM) -> dict[str, torch.Tensor]:
-    """Checkpoint tensor name -> the (view of the) parameter it is copied into."""
-    targets = {}
+def checkpoint_slices(model: CausalLM) -> dict[str, tuple[torch.Tensor, Shard | None]]:
+    """Checkpoint tensor name -> ``(view of the parameter it fills, the shard of it to read)``; a shard of
+    None means the whole tensor. Under tensor parallelism a rank's views are smaller than the tensors."""
+    slices = {}
     for module_name, module in model.named_modules():
         for param_name, param in module.named_parameters(recurse=False):
             if isinstance(module, MergedLinear):
                 parent = module_name.rpartition(".")[0]
                 for part, rows in module.part_rows().items():
-                    targets[f"{parent}.{part}.{param_name}"] = param.data[rows]
-            else:
-                targets[f"{module_name}.{param_name}"] = param.data
-    return targets
+                    slices[f"{parent}.{part}.{param_name}"] = _held(param.data[rows], module.shards[part])
+            else:  # a parallel layer's `shard` covers its weight; biases and norms are whole on every rank
+                shard = getattr(module, "shard", None) if param_name == "weight" else None
+                slices[f"{module_name}.{param_name}"] = _held(param.data, shard)
+    return slices
+
+
+def checkpoint_targets(model: CausalLM) -> dict[str, torch.Tensor]:
+    """Checkpoint tensor name -> the (view of the) parameter it is copied into."""
+    return {name: view for name, (view, _) in checkpoint_slices(model).items()}
+
+
+def _held(view: torch.Tensor, shard: Shard | None) -> tuple[torch.Tensor, Shard | None]:
+    """Trim a parameter to the rows the checkpoint has (a padded vocabulary's last rows stay zero)."""
+    if shard is None:
+        return view, None
+    return view.narrow(shard.dim, 0, min(view.shape[shard.dim], shard.size - shard.start)), shard
 
 
 def checkpoint_files(path: str | Path) -> list[Path]:
@@ -66,30 +82,42 @@ def _listing(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def _copy(name: str, tensor: torch.Tensor, target: torch.Tensor, file: Path) -> None:
-    if tensor.shape != target.shape:
-        raise CheckpointError(f"tensor {name} in {file.name} has shape {tuple(tensor.shape)}, but the "
-                              f"config implies {tuple(target.shape)}; does config.json match the weights?")
-    target.copy_(tensor)
+def _copy(name: str, source: Any, target: torch.Tensor, file: Path, shard: Shard | None = None) -> None:
+    """Copy checkpoint tensor ``name`` into ``target``. ``source`` is a tensor or a lazy safetensors slice;
+    with a shard only its rows are read."""
+    shape = tuple(source.get_shape()) if hasattr(source, "get_shape") else tuple(source.shape)
+    expected = list(target.shape)
+    if shard is not None:
+        expected[shard.dim] = shard.size
+    if shape != tuple(expected):
+        raise CheckpointError(f"tensor {name} in {file.name} has shape {shape}, but the "
+                              f"config implies {tuple(expected)}; does config.json match the weights?")
+    if shard is not None:
+        index = [slice(None)] * len(shape)
+        index[shard.dim] = slice(shard.start, shard.start + target.shape[shard.dim])
+        source = source[tuple(index)]
+    target.copy_(source)
 
 
 def _settle_tied_lm_head(model: CausalLM, tensor: torch.Tensor, file: Path, loaded: set[str]) -> None:
     """A checkpoint with tied embeddings that stores ``lm_head.weight`` anyway, handled as transformers does:
     it stands in for missing embeddings; if it differs from the embeddings, the config's tying is wrong and
     the model gets its own lm_head."""
-    embedding = model.model.embed_tokens.weight
+    embedding, shard = checkpoint_slices(model)[EMBEDDING]
     if EMBEDDING not in loaded:
-        _copy(LM_HEAD, tensor, embedding.data, file)
+        _copy(LM_HEAD, tensor, embedding, file, shard)
         loaded.add(EMBEDDING)
-    elif not torch.equal(tensor.to(embedding.dtype), embedding.data):
+    elif tensor.shape != (shard.size, embedding.shape[1]) or not torch.equal(
+            tensor.to(embedding.dtype).narrow(0, shard.start, embedding.shape[0]), embedding):
         with torch.device(embedding.device):
-            model.lm_head = Linear(model.config.hidden_size, model.config.vocab_size, False, embedding.dtype)
-        _copy(LM_HEAD, tensor, model.lm_head.weight.data, file)
+            model.lm_head = VocabParallelEmbedding(model.config.vocab_size, model.config.hidden_size, embedding.dtype)
+        head, head_shard = checkpoint_slices(model)[LM_HEAD]
+        _copy(LM_HEAD, tensor, head, file, head_shard)
 
 
 def load_weights(model: CausalLM, path: str | Path) -> None:
     """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
-    targets = checkpoint_targets(model)
+    targets = checkpoint_slices(model)
     loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
         with safe_open(str(file), framework="pt", device="cpu") as f:
@@ -98,7 +126,8 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
                 if name == LM_HEAD and model.lm_head is None:
                     tied_lm_head = (f.get_tensor(name), file)
                 elif target is not None:
-                    _copy(name, f.get_tensor(name), target, file)
+                    view, shard = target
+                    _copy(name, f.get_tensor(name) if shard is None else f.get_slice(name), view, file, shard)
                     loaded.add(name)
                 elif not name.endswith(IGNORED_SUFFIXES):
                     unexpected.append(name)

@@ -11,3 +11,7 @@ class CpuPlatform(Platform):
     dispatch_key = "CPU"
     dist_backend = "gloo"
     kernel_backend = "cpu"
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        return "mini_platform.distributed.communicator.CpuCommunicator"

@@ -18,3 +18,7 @@ class CudaPlatform(Platform):
     def get_device_capability(cls, device_id: int = 0) -> tuple[int, int]:
         major, minor = cls.device_module().get_device_capability(device_id)
         return major, minor
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        return "mini_platform.distributed.communicator.CudaCommunicator"

@@ -2,8 +2,8 @@
 
 A platform describes a device family with a handful of attributes (device type, dispatch key,
 collective library, visible-devices variable, Ray resource name) and answers the engine's questions
-with *qualified class names as strings* (the attention backend now; the communicator and the graph
-wrapper arrive with their chapters), so that a platform module imports on any machine and the heavy
+with *qualified class names as strings* (the attention backend, the device communicator; the graph wrapper
+arrives with its chapter), so that a platform module imports on any machine and the heavy
 component is imported only when first used.
 
 Unknown attributes are forwarded to ``torch.<device_type>``: ``current_platform.synchronize()``
@@ -61,6 +61,11 @@ class Platform:
     def get_attn_backend_cls(cls) -> str:
         """Qualified name of the attention backend the model runner should use."""
         return "mini_platform.model.paged_attention.PagedAttention"
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        """Qualified name of the communicator whose collectives run over ``dist_backend`` on this device."""
+        return "mini_platform.distributed.communicator.DeviceCommunicator"
 
     # -- capabilities -------------------------------------------------------------------------
     @classmethod

@@ -1,0 +1,85 @@
+"""Device communicators: the collectives of one process group, through the real ``torch.distributed``.
+
+The platform names its class as a string (``Platform.get_device_communicator_cls()``) and its library
+as ``Platform.dist_backend``; the group is created with that backend, and the communicator keeps its
+tensors on the platform's device. The collectives are the same calls for gloo, NCCL and HCCL: what
+changes per platform is the backend string and the device, as in vLLM and vllm-ascend.
+
+| collective | input on each rank | output on each rank |
+| --- | --- | --- |
+| ``all_reduce`` | ``x`` | the sum of every rank's ``x`` |
+| ``all_gather`` | ``x`` | every rank's ``x`` concatenated along ``dim``, rank 0 first |
+| ``reduce_scatter`` | ``x`` | this rank's slice (along ``dim``) of the sum of every rank's ``x`` |
+| ``all_to_all`` | rows cut into ``input_split_sizes`` pieces, piece ``j`` for rank ``j`` | the pieces sent to this rank, rank 0's first |
+| ``broadcast`` | ``x`` on rank ``src`` | a copy of it |
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.distributed as dist
+
+
+class DeviceCommunicator:
+    """Collectives over ``group`` for tensors on ``device``. Ranks named here are ranks *in the group*."""
+
+    def __init__(self, group: dist.ProcessGroup, device: torch.device) -> None:
+        self.group, self.device = group, device
+        self.rank, self.world_size = dist.get_rank(group), dist.get_world_size(group)
+
+    def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """Sum over the ranks, in place; returns ``x``."""
+        dist.all_reduce(x, group=self.group)
+        return x
+
+    def all_gather(self, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        """Concatenate every rank's ``x`` (same shape everywhere) along ``dim``."""
+        dim = dim % x.dim()
+        out = torch.empty((self.world_size * x.shape[0],) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        dist.all_gather_single(out, x.contiguous(), group=self.group)
+        if dim == 0:
+            return out
+        return torch.cat(out.chunk(self.world_size, dim=0), dim=dim)
+
+    def reduce_scatter(self, x: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        """Sum over the ranks, then keep slice ``rank`` of ``world_size`` equal slices along ``dim``."""
+        dim = dim % x.dim()
+        if x.shape[dim] % self.world_size:
+            raise ValueError(f"reduce_scatter: dim {dim} of size {x.shape[dim]} is not divisible by the "
+                             f"group size {self.world_size}; pad it first")
+        stacked = torch.cat(x.chunk(self.world_size, dim=dim), dim=0) if dim else x.contiguous()
+        out = torch.empty((stacked.shape[0] // self.world_size,) + tuple(stacked.shape[1:]),
+                          dtype=x.dtype, device=x.device)
+        dist.reduce_scatter_single(out, stacked, group=self.group)
+        return out
+
+    def all_to_all(self, x: torch.Tensor, input_split_sizes: Sequence[int] | None = None,
+                   output_split_sizes: Sequence[int] | None = None) -> torch.Tensor:
+        """Send rows ``x[offset_j : offset_j + input_split_sizes[j]]`` to rank ``j``; receive
+        ``output_split_sizes[i]`` rows from rank ``i``. Without sizes every rank sends equal pieces.
+        Uses ``all_to_all_single``: gloo has no list-form ``all_to_all``."""
+        rows = x.shape[0] if output_split_sizes is None else sum(output_split_sizes)
+        out = torch.empty((rows,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        dist.all_to_all_single(out, x.contiguous(), None if output_split_sizes is None else list(output_split_sizes),
+                               None if input_split_sizes is None else list(input_split_sizes), group=self.group)
+        return out
+
+    def broadcast(self, x: torch.Tensor, src: int = 0) -> torch.Tensor:
+        """Overwrite ``x`` on every rank with rank ``src``'s; returns ``x``."""
+        dist.broadcast(x, group=self.group, group_src=src)
+        return x
+
+
+class CpuCommunicator(DeviceCommunicator):
+    """gloo on the CPU. gloo has no list-form all-to-all and emulates reduce-scatter with an all-reduce
+    (twice the traffic); the base class only uses the calls gloo implements."""
+
+
+class CudaCommunicator(DeviceCommunicator):
+    """NCCL on NVIDIA GPUs: one GPU per rank (``cuda:<local rank>``), made the current device so that NCCL's
+    streams and buffers live there. NCCL works on GPU memory only."""
+
+    def __init__(self, group: dist.ProcessGroup, device: torch.device) -> None:
+        super().__init__(group, device)
+        torch.cuda.set_device(device)

@@ -1,0 +1,162 @@
+"""The multi-process executor: one worker process per tensor-parallel rank, the scheduler in the driver.
+
+``LLM(model=DIR, tensor_parallel_size=N)`` builds one of these in place of the in-process model runner.
+Each step the driver flattens the scheduler's output into a :class:`~mini_platform.model_runner.StepInput`,
+sends the same bytes to every worker, and waits for rank 0's logits (every rank computes them; one
+copy is enough to sample). The collectives inside the forward go over ``torch.distributed``; the pipes
+carry only these control messages.
+
+Failure handling: the driver waits on the workers' pipes *and* their process sentinels with a timeout,
+so a worker that raises, crashes or is killed is noticed at once; then every worker is stopped and a
+:class:`WorkerError` naming the rank(s) reaches the caller. No worker outlives ``close()``, garbage
+collection of the executor, or the driver's exit.
+"""
+from __future__ import annotations
+
+import pickle
+import signal
+import socket
+import time
+import weakref
+from multiprocessing.connection import Connection, wait
+
+import torch
+import torch.multiprocessing as mp
+
+from ..kv_cache import KVCacheManager
+from ..model_runner import step_input
+from ..scheduler import SchedulerOutput
+from .worker import WorkerConfig, worker_main
+
+# After the first failure, how long to keep listening for the other ranks' errors before stopping them.
+FAILURE_GRACE_S = 1.0
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed or died; the message names its rank."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the rendezvous address of rank 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MultiprocExecutor:
+    """Start ``config.world_size`` spawned workers and run steps on them (``execute`` is ``ModelRunner``'s)."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.timeout_s = config.timeout_s
+        ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited locks or device state
+        init_method = f"tcp://127.0.0.1:{free_port()}"
+        self.procs: list[mp.Process] = []
+        self.conns: list[Connection] = []
+        self.error: WorkerError | None = None
+        self._finalizer = weakref.finalize(self, _stop_workers, self.procs, self.conns)
+        for rank in range(config.world_size):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=worker_main, args=(rank, init_method, config, child),
+                               name=f"mini-platform-worker-{rank}", daemon=True)
+            proc.start()
+            child.close()  # the worker holds the other end; its death closes the pipe
+            self.procs.append(proc)
+            self.conns.append(parent)
+        ready = set()
+        while len(ready) < config.world_size:
+            rank, message = self._receive("start-up")
+            ready.add(rank)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def execute(self, batch: SchedulerOutput, kv: KVCacheManager) -> torch.Tensor:
+        """Run one step on every rank; returns rank 0's fp32 logits ``[R, V]`` (on the CPU)."""
+        if self.error is not None:
+            raise WorkerError(f"the workers were stopped after an earlier failure: {self.error}")
+        if not self._finalizer.alive:
+            raise RuntimeError("this executor is closed")
+        data = pickle.dumps(("execute", step_input(batch, kv)))
+        for conn in self.conns:
+            conn.send_bytes(data)
+        rank, message = self._receive("a step")
+        return message[1]
+
+    def close(self) -> None:
+        """Ask every worker to exit, then stop any that does not (idempotent)."""
+        self._finalizer()
+
+    def _receive(self, during: str) -> tuple[int, tuple]:
+        """The next message from any worker; raises WorkerError if one failed, died, or all stayed silent."""
+        sentinels = {p.sentinel: rank for rank, p in enumerate(self.procs)}
+        ranks = {conn: rank for rank, conn in enumerate(self.conns)}
+        ready = wait(list(ranks) + list(sentinels), timeout=self.timeout_s)
+        for conn in (r for r in ready if r in ranks):
+            try:
+                message = conn.recv()
+            except EOFError:
+                continue  # died without a word: its sentinel reports it
+            if message[0] != "error":
+                return ranks[conn], message
+        self._fail(during, timed_out=not ready)
+
+    def _fail(self, during: str, timed_out: bool) -> None:
+        """Collect what every rank says about the failure, stop them all, raise one error naming the ranks."""
+        deadline = time.monotonic() + FAILURE_GRACE_S
+        errors, dead = {}, {}
+        while time.monotonic() < deadline and len(errors) + len(dead) < len(self.procs):
+            for rank, (proc, conn) in enumerate(zip(self.procs, self.conns)):
+                if rank in errors or rank in dead:
+                    continue
+                try:
+                    if conn.poll():
+                        message = conn.recv()
+                        if message[0] == "error":
+                            errors[rank] = message[1]
+                        continue
+                except (EOFError, OSError):
+                    pass
+                if proc.exitcode is not None:
+                    dead[rank] = proc.exitcode
+            if timed_out:
+                break
+            time.sleep(0.05)
+        for proc in self.procs:  # survivors may be stuck in a collective with the dead rank: no polite close
+            if proc.is_alive():
+                proc.terminate()
+        self.close()
+        lines = [f"worker rank {rank} (pid {self.procs[rank].pid}) died unexpectedly with {_exit_reason(code)}"
+                 for rank, code in dead.items() if rank not in errors]
+        lines += [f"worker rank {rank} failed: {text.strip().splitlines()[-1]}\n{text}" for rank, text in errors.items()]
+        if timed_out and not lines:
+            lines = [f"no worker answered within {self.timeout_s:g} s"]
+        self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
+                                 + "\n".join(lines))
+        raise self.error
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        return f"signal {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def _stop_workers(procs: list[mp.Process], conns: list[Connection], wait_s: float = 5.0) -> None:
+    """Ask each live worker to close, wait, then terminate and finally kill the stragglers."""
+    data = pickle.dumps(("close", None))
+    for proc, conn in zip(procs, conns):
+        if proc.is_alive():
+            try:
+                conn.send_bytes(data)
+            except OSError:
+                pass
+    deadline = time.monotonic() + wait_s
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    for stop in ("terminate", "kill"):
+        for proc in (p for p in procs if p.is_alive()):
+            getattr(proc, stop)()
+            proc.join(2.0)
+    for conn in conns:
+        conn.close()

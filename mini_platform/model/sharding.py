@@ -1,0 +1,63 @@
+"""Which slice of each weight a tensor-parallel rank holds: pure arithmetic, no torch.
+
+The rules are vLLM's (``vllm/model_executor/layers/linear.py`` and ``vocab_parallel_embedding.py``):
+
+- query heads are split evenly: ``num_heads // tp`` per rank;
+- KV heads are split when there are at least as many as ranks (``num_kv_heads // tp`` each), otherwise each
+  rank holds one KV head and ``tp // num_kv_heads`` consecutive ranks hold the same one (replication);
+- the vocabulary is padded to a multiple of 64 and split evenly; the padding rows are zeros.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+VOCAB_PADDING = 64
+
+
+def divide(numerator: int, denominator: int, what: str = "size") -> int:
+    """``numerator // denominator``, or a ValueError when it does not divide evenly."""
+    if numerator % denominator:
+        raise ValueError(f"{what}={numerator} is not divisible by tensor_parallel_size={denominator}")
+    return numerator // denominator
+
+
+@dataclass(frozen=True)
+class HeadShard:
+    """The attention heads one rank holds: query heads ``[q_start, q_start + num_heads)`` of the checkpoint,
+    KV heads ``[kv_start, kv_start + num_kv_heads)`` (the same KV head on ``kv_replicas`` ranks)."""
+    num_heads: int
+    num_kv_heads: int
+    q_start: int
+    kv_start: int
+    kv_replicas: int
+
+
+def head_shard(total_heads: int, total_kv_heads: int, tp_size: int, tp_rank: int) -> HeadShard:
+    num_heads = divide(total_heads, tp_size, "num_attention_heads")
+    if tp_size >= total_kv_heads:
+        if tp_size % total_kv_heads:
+            raise ValueError(f"tensor_parallel_size={tp_size} is larger than num_key_value_heads={total_kv_heads} "
+                             "but not a multiple of it, so the KV heads cannot be replicated evenly")
+        replicas = tp_size // total_kv_heads
+        return HeadShard(num_heads, 1, tp_rank * num_heads, tp_rank // replicas, replicas)
+    num_kv = divide(total_kv_heads, tp_size, "num_key_value_heads")
+    return HeadShard(num_heads, num_kv, tp_rank * num_heads, tp_rank * num_kv, 1)
+
+
+def vocab_range(vocab_size: int, tp_size: int, tp_rank: int) -> tuple[int, int, int]:
+    """``(start, rows, real_rows)``: this rank holds token ids ``[start, start + rows)`` of the padded
+    vocabulary, of which the first ``real_rows`` exist in the checkpoint. One rank = no padding."""
+    if tp_size == 1:
+        return 0, vocab_size, vocab_size
+    padded = -(-vocab_size // VOCAB_PADDING) * VOCAB_PADDING
+    rows = divide(padded, tp_size, "padded vocab_size")
+    start = tp_rank * rows
+    return start, rows, max(0, min(rows, vocab_size - start))
+
+
+def check_tensor_parallel(config: Any, tp_size: int) -> None:
+    """Raise ValueError, naming the field, if a model with this config cannot be split over ``tp_size`` ranks."""
+    head_shard(config.num_attention_heads, config.num_key_value_heads, tp_size, 0)
+    divide(config.intermediate_size, tp_size, "intermediate_size")
+    vocab_range(config.vocab_size, tp_size, 0)
