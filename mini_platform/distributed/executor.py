@@ -89,23 +89,24 @@ class MultiprocExecutor:
 
     def _receive(self, during: str) -> tuple[int, tuple]:
         """The next message from any worker; raises WorkerError if one failed, died, or all stayed silent."""
-        sentinels = {p.sentinel: rank for rank, p in enumerate(self.procs)}
         ranks = {conn: rank for rank, conn in enumerate(self.conns)}
-        ready = wait(list(ranks) + list(sentinels), timeout=self.timeout_s)
+        ready = wait(list(ranks) + [p.sentinel for p in self.procs], timeout=self.timeout_s)
+        errors = {}
         for conn in (r for r in ready if r in ranks):
             try:
                 message = conn.recv()
             except EOFError:
-                continue  # died without a word: its sentinel reports it
+                continue  # died without a word: its exit code tells
             if message[0] != "error":
                 return ranks[conn], message
-        self._fail(during, timed_out=not ready)
+            errors[ranks[conn]] = message[1]
+        self._fail(during, errors, timed_out=not ready)
 
-    def _fail(self, during: str, timed_out: bool) -> None:
+    def _fail(self, during: str, errors: dict[int, str], timed_out: bool) -> None:
         """Collect what every rank says about the failure, stop them all, raise one error naming the ranks."""
         deadline = time.monotonic() + FAILURE_GRACE_S
-        errors, dead = {}, {}
-        while time.monotonic() < deadline and len(errors) + len(dead) < len(self.procs):
+        dead = {}
+        while len(errors) + len(dead) < len(self.procs):
             for rank, (proc, conn) in enumerate(zip(self.procs, self.conns)):
                 if rank in errors or rank in dead:
                     continue
@@ -119,7 +120,7 @@ class MultiprocExecutor:
                     pass
                 if proc.exitcode is not None:
                     dead[rank] = proc.exitcode
-            if timed_out:
+            if timed_out or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         for proc in self.procs:  # survivors may be stuck in a collective with the dead rank: no polite close
@@ -127,10 +128,11 @@ class MultiprocExecutor:
                 proc.terminate()
         self.close()
         lines = [f"worker rank {rank} (pid {self.procs[rank].pid}) died unexpectedly with {_exit_reason(code)}"
-                 for rank, code in dead.items() if rank not in errors]
-        lines += [f"worker rank {rank} failed: {text.strip().splitlines()[-1]}\n{text}" for rank, text in errors.items()]
-        if timed_out and not lines:
-            lines = [f"no worker answered within {self.timeout_s:g} s"]
+                 for rank, code in dead.items()]
+        lines += [f"worker rank {rank} failed: {text.strip().splitlines()[-1]}\n{text}"
+                  for rank, text in sorted(errors.items())]
+        if timed_out:
+            lines.insert(0, f"no worker answered within {self.timeout_s:g} s")
         self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
                                  + "\n".join(lines))
         raise self.error

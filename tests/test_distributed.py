@@ -1,0 +1,231 @@
+"""More than one process: communicators over gloo, tensor parallelism equal to one process, failures.
+
+Multi-process tests are few and each starts its workers once (spawn is the slow part). Every test that
+starts processes stops them in a ``finally`` / fixture, and the last check of the module asserts that
+no child process is left. The CUDA (NCCL) and Ascend (HCCL) tests run only on such machines.
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from mini_platform import LLM, LLMEngine, SamplingParams
+from mini_platform.distributed import parallel_state
+from mini_platform.distributed.executor import WorkerError, free_port
+from mini_platform.model import load_model, make_tiny_checkpoint
+from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, vocab_range
+from mini_platform.model.config import ModelConfig
+
+GREEDY = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+# Small blocks, a small cache and a small token budget: preemption and chunked prefill both happen.
+STRESS = dict(block_size=4, num_kv_blocks=14, max_num_batched_tokens=16, max_num_seqs=4)
+
+
+def prompts(seed: int, lengths: list[int], vocab: int = 257) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(3, vocab, (n,), generator=g).tolist() for n in lengths]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dist")
+    return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3),
+            # tied embeddings: the vocabulary-parallel embedding is the LM head too
+            "qwen2": make_tiny_checkpoint(root / "qwen2", "qwen2", seed=4, tie_word_embeddings=True)}
+
+
+# -- the shard arithmetic, in one process -------------------------------------------------------------
+def test_head_shards_split_or_replicate_kv_heads():
+    assert head_shard(8, 4, 2, 1) == HeadShard(4, 2, 4, 2, 1)   # 2 of the 4 KV heads, no replication
+    assert head_shard(8, 2, 4, 3) == HeadShard(2, 1, 6, 1, 2)   # TP > KV heads: ranks 2 and 3 share KV head 1
+    assert head_shard(8, 2, 8, 5) == HeadShard(1, 1, 5, 1, 4)
+    with pytest.raises(ValueError, match="num_attention_heads=6"):
+        head_shard(6, 2, 4, 0)
+    with pytest.raises(ValueError, match="num_key_value_heads=4"):
+        head_shard(12, 4, 6, 0)
+
+
+def test_vocab_is_padded_to_64_and_split():
+    assert vocab_range(257, 1, 0) == (0, 257, 257)
+    assert [vocab_range(257, 2, r) for r in range(2)] == [(0, 160, 160), (160, 160, 97)]
+    assert vocab_range(257, 4, 3) == (240, 80, 17)
+    assert vocab_range(100, 4, 3) == (96, 32, 4)
+
+
+def test_impossible_splits_are_rejected_before_any_process_starts(checkpoints):
+    config = ModelConfig.from_pretrained(checkpoints["llama"])
+    with pytest.raises(ValueError, match="intermediate_size=102"):
+        check_tensor_parallel(dataclasses.replace(config, intermediate_size=102), 4)
+    with pytest.raises(ValueError, match="num_attention_heads=4"):
+        LLM(checkpoints["llama"], tensor_parallel_size=3)
+    with pytest.raises(ValueError, match="tensor_parallel_size"):
+        LLM(checkpoints["llama"], tensor_parallel_size=0)
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_each_rank_loads_only_its_shard(checkpoints, monkeypatch, tp):
+    """Build rank r of a TP group (no collectives run while loading) and compare with the full tensors."""
+    full = load_file(str(checkpoints["llama"] / "model.safetensors"))
+    config = ModelConfig.from_pretrained(checkpoints["llama"])
+    hd, nkv = config.head_dim, config.num_key_value_heads
+    for rank in range(tp):
+        monkeypatch.setattr(parallel_state, "_TP", parallel_state.GroupCoordinator("tp", tp, rank))
+        model = load_model(checkpoints["llama"])
+        attn, mlp = model.model.layers[1].self_attn, model.model.layers[1].mlp
+        shard = head_shard(config.num_attention_heads, nkv, tp, rank)
+        q, k, v = attn.qkv_proj.weight.split([shard.num_heads * hd, shard.num_kv_heads * hd,
+                                              shard.num_kv_heads * hd])
+        w = "model.layers.1.self_attn."
+        kv_rows = slice(shard.kv_start * hd, (shard.kv_start + shard.num_kv_heads) * hd)
+        assert torch.equal(q, full[w + "q_proj.weight"][rank * shard.num_heads * hd:][:shard.num_heads * hd])
+        assert torch.equal(k, full[w + "k_proj.weight"][kv_rows])
+        assert torch.equal(v, full[w + "v_proj.weight"][kv_rows])
+        cols = config.q_size // tp
+        assert torch.equal(attn.o_proj.weight, full[w + "o_proj.weight"][:, rank * cols:(rank + 1) * cols])
+        inter = config.intermediate_size // tp
+        gate = full["model.layers.1.mlp.gate_proj.weight"][rank * inter:(rank + 1) * inter]
+        assert torch.equal(mlp.gate_up_proj.weight[:inter], gate)
+        start, rows, real = vocab_range(config.vocab_size, tp, rank)
+        emb = model.model.embed_tokens.weight
+        assert emb.shape[0] == rows and torch.equal(emb[:real], full["model.embed_tokens.weight"][start:start + real])
+        assert not emb[real:].any()  # padding rows are zeros
+        assert model.num_kv_heads == shard.num_kv_heads
+
+
+# -- collectives over gloo ------------------------------------------------------------------------------
+def _collectives_worker(rank: int, world: int, port: int) -> None:
+    import torch.distributed as dist
+
+    from mini_platform.distributed.communicator import CpuCommunicator
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        parallel_state.init_model_parallel(world, True, torch.device("cpu"))
+        tp, ep = parallel_state.get_tp_group(), parallel_state.get_ep_group()
+        assert type(tp.communicator) is CpuCommunicator and tp.rank_in_group == rank and ep.world_size == world
+        x = torch.arange(6.0).view(2, 3) + 10 * rank                       # rank r: [[0,1,2],[3,4,5]] + 10r
+        assert torch.equal(tp.all_reduce(x.clone()), 2 * torch.arange(6.0).view(2, 3) + 10)
+        assert torch.equal(tp.all_gather(x, dim=0), torch.cat([x - 10 * rank, x - 10 * rank + 10], 0))
+        assert torch.equal(tp.all_gather(x, dim=-1), torch.cat([x - 10 * rank, x - 10 * rank + 10], 1))
+        total = 2 * torch.arange(6.0).view(2, 3) + 10
+        assert torch.equal(tp.reduce_scatter(x.clone(), dim=0), total[rank:rank + 1])
+        wide = torch.arange(8.0).view(2, 4) * (rank + 1)
+        assert torch.equal(tp.reduce_scatter(wide, dim=1), (3 * torch.arange(8.0).view(2, 4))[:, 2 * rank:2 * rank + 2])
+        # uneven all-to-all: rank 0 sends 1 row to itself and 3 to rank 1; rank 1 sends 2 and 0
+        send = {0: [1, 3], 1: [2, 0]}[rank]
+        recv = {0: [1, 2], 1: [3, 0]}[rank]
+        rows = torch.arange(float(sum(send))).unsqueeze(1) + 100 * rank
+        got = ep.all_to_all(rows, send, recv)
+        want = {0: [[0.0], [100.0], [101.0]], 1: [[1.0], [2.0], [3.0]]}[rank]
+        assert torch.equal(got, torch.tensor(want)), (rank, got)
+        b = torch.full((3,), float(rank + 7))
+        assert torch.equal(tp.broadcast(b, src=1), torch.full((3,), 8.0))
+    finally:
+        parallel_state.destroy_model_parallel()
+        dist.destroy_process_group()
+
+
+def test_collectives_over_gloo_with_uneven_all_to_all():
+    torch.multiprocessing.spawn(_collectives_worker, args=(2, free_port()), nprocs=2, join=True)
+
+
+def test_single_rank_groups_are_no_ops():
+    group = parallel_state.get_tp_group()
+    x = torch.ones(2, 3)
+    assert group.world_size == 1 and parallel_state.get_ep_group() is None
+    assert group.all_reduce(x) is x and group.all_gather(x) is x and group.all_to_all(x) is x
+
+
+# -- tensor parallelism end to end ----------------------------------------------------------------------
+@pytest.mark.parametrize("arch, tp", [("llama", 2), ("qwen2", 4)])
+def test_tensor_parallel_greedy_equals_one_process(checkpoints, arch, tp):
+    """Llama with TP=2 splits the 2 KV heads; Qwen2 (Q/K/V bias, tied embeddings) with TP=4 replicates them.
+    Both under preemption and chunked prefill, equal to one process token for token."""
+    batch = prompts(tp, [5, 23, 9, 17, 2, 30])
+    one = LLM(checkpoints[arch], **STRESS)
+    want = [o.token_ids for o in one.generate(batch, GREEDY)]
+    assert one.engine.stats()["num_preemptions"] > 0  # the cache really was too small
+    with LLM(checkpoints[arch], tensor_parallel_size=tp, **STRESS) as llm:
+        got = [o.token_ids for o in llm.generate(batch, GREEDY)]
+        assert llm.engine.stats()["num_preemptions"] == one.engine.stats()["num_preemptions"]
+        pids = llm.engine.runner.pids
+    assert got == want
+    assert not multiprocessing.active_children() and not _alive(pids)
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    return alive
+
+
+def test_killed_worker_gives_a_clear_error_and_no_leftover_process(checkpoints):
+    engine = LLMEngine(checkpoints["llama"], tensor_parallel_size=2)
+    pids = engine.runner.pids
+    try:
+        engine.add_request(prompts(0, [6])[0], GREEDY)
+        assert engine.step()  # the first token came back
+        os.kill(pids[1], signal.SIGKILL)
+        with pytest.raises(WorkerError, match=r"worker rank 1 .*died unexpectedly with signal SIGKILL"):
+            engine.step()
+        with pytest.raises(WorkerError, match="earlier failure"):
+            engine.step()
+    finally:
+        engine.close()
+    assert not _alive(pids) and not multiprocessing.active_children()
+
+
+def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):
+    """A checkpoint that lacks a tensor fails in every worker while loading: the error says which rank."""
+    tensors = load_file(str(checkpoints["llama"] / "model.safetensors"))
+    del tensors["model.layers.1.mlp.up_proj.weight"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((checkpoints["llama"] / "config.json").read_text())
+    save_file(tensors, str(bad / "model.safetensors"))
+    with pytest.raises(WorkerError, match=r"(?s)worker rank \d failed: .*CheckpointError.*up_proj"):
+        LLM(bad, tensor_parallel_size=2)
+    assert not multiprocessing.active_children()
+
+
+# -- real devices: not run on this CPU machine ------------------------------------------------------------
+def _single_rank_collectives(backend: str, device: torch.device, communicator_cls) -> None:
+    """One rank: every collective runs through the device's library and returns its input (the one
+    rank's contribution). One GPU cannot host two NCCL ranks, so a multi-rank check needs several devices."""
+    import torch.distributed as dist
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        comm = communicator_cls(dist.group.WORLD, device)
+        x = torch.arange(6.0, device=device).view(2, 3)
+        assert torch.equal(comm.all_reduce(x.clone()), x)
+        assert torch.equal(comm.all_gather(x, dim=-1), x)
+        assert torch.equal(comm.reduce_scatter(x.clone(), dim=0), x)
+        assert torch.equal(comm.all_to_all(x, [2], [2]), x)
+        assert torch.equal(comm.broadcast(x.clone(), src=0), x)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (NCCL)")
+def test_nccl_collectives_on_one_gpu():
+    from mini_platform.distributed.communicator import CudaCommunicator
+    _single_rank_collectives("nccl", torch.device("cuda", 0), CudaCommunicator)
+
+
+@pytest.mark.npu
+def test_hccl_collectives_on_one_npu():
+    pytest.importorskip("torch_npu", reason="needs an Ascend NPU with torch_npu (HCCL)")
+    from mini_platform.ascend.communicator import NpuCommunicator
+    _single_rank_collectives("hccl", torch.device("npu", 0), NpuCommunicator)
