@@ -18,6 +18,7 @@ import torch
 
 from . import ops, platforms, plugins
 from .distributed.executor import MultiprocExecutor
+from .distributed.moe_dispatch import MOE_COMM_METHODS
 from .distributed.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
@@ -47,6 +48,7 @@ class EngineConfig:
     device: str | None = None   # None = the platform's device
     tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.distributed)
     enable_expert_parallel: bool = False
+    moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
 
     def __post_init__(self) -> None:
         for name in ("block_size", "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size"):
@@ -54,6 +56,8 @@ class EngineConfig:
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
+        if self.moe_comm not in MOE_COMM_METHODS:
+            raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
         if not (Path(self.model) / "config.json").is_file():
             raise ValueError(f"model={self.model!r} is not a checkpoint directory with a config.json")
 
@@ -139,11 +143,11 @@ class LLMEngine:
             self.model = load_model(config.model, dtype=dtype, device=device)
             self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
         else:  # the model lives in the workers; rank 0's logits come back to the CPU
-            check_tensor_parallel(model_config, config.tensor_parallel_size)
+            check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
             self.model = None
             self.runner = MultiprocExecutor(WorkerConfig(config.model, config.tensor_parallel_size, dtype, num_blocks,
                                                          config.block_size, config.backend,
-                                                         config.enable_expert_parallel))
+                                                         config.enable_expert_parallel, config.moe_comm))
         self.logits_device = self.model.device if self.model is not None else torch.device("cpu")
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
@@ -260,7 +264,7 @@ class LLM:
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
     requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
     enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
-    tensor_parallel_size=1, enable_expert_parallel=False. With ``tensor_parallel_size > 1`` the model runs
+    tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With ``tensor_parallel_size > 1`` the model runs
     in that many worker processes: ``close()`` them, or use ``with LLM(...) as llm:``.
     """
 

@@ -65,11 +65,14 @@ class GroupCoordinator:
 
 _TP: GroupCoordinator | None = None
 _EP: GroupCoordinator | None = None
+_MOE_COMM = "alltoall"
 
 
-def init_model_parallel(tensor_parallel_size: int, enable_expert_parallel: bool, device: torch.device) -> None:
-    """Build this worker's TP group (and EP group, if asked) from the world ``init_process_group`` made."""
-    global _TP, _EP
+def init_model_parallel(tensor_parallel_size: int, enable_expert_parallel: bool, device: torch.device,
+                        moe_comm: str = "alltoall") -> None:
+    """Build this worker's TP group (and EP group, if asked) from the world ``init_process_group`` made.
+    ``moe_comm`` is how MoE layers exchange tokens under EP (see ``moe_dispatch``)."""
+    global _TP, _EP, _MOE_COMM
     world = dist.get_world_size()
     if world != tensor_parallel_size:
         raise ValueError(f"world size {world} != tensor_parallel_size={tensor_parallel_size}")
@@ -77,11 +80,13 @@ def init_model_parallel(tensor_parallel_size: int, enable_expert_parallel: bool,
     ranks = [list(range(world))]  # one TP group; consecutive ranks, as vLLM orders them
     _TP = GroupCoordinator.create("tp", ranks, backend, device)
     _EP = GroupCoordinator.create("ep", ranks, backend, device) if enable_expert_parallel else None
+    _MOE_COMM = moe_comm
 
 
 def destroy_model_parallel() -> None:
-    global _TP, _EP
+    global _TP, _EP, _MOE_COMM
     _TP = _EP = None
+    _MOE_COMM = "alltoall"
 
 
 def get_tp_group() -> GroupCoordinator:
@@ -91,3 +96,8 @@ def get_tp_group() -> GroupCoordinator:
 def get_ep_group() -> GroupCoordinator | None:
     """The expert-parallel group, or None when experts are not split (each rank holds every expert)."""
     return _EP
+
+
+def get_moe_comm() -> str:
+    """How MoE layers exchange tokens across the EP group: ``"alltoall"`` or ``"allgather"``."""
+    return _MOE_COMM

@@ -32,6 +32,7 @@ class WorkerConfig:
     block_size: int
     backend: str | None = None  # kernel backend; None = the platform's
     enable_expert_parallel: bool = False
+    moe_comm: str = "alltoall"  # how MoE layers exchange tokens under EP (see moe_dispatch)
     timeout_s: float = 300.0    # a collective that waits longer than this fails instead of hanging
 
 
@@ -44,7 +45,7 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
         platform.device_module()  # e.g. imports torch_npu, which registers the hccl backend
     dist.init_process_group(platform.dist_backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
-    init_model_parallel(config.world_size, config.enable_expert_parallel, device)
+    init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
     model = load_model(config.model, dtype=config.dtype, device=device)
     return ModelRunner(model, config.num_blocks, config.block_size, config.backend)
 

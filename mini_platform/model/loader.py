@@ -34,6 +34,9 @@ def checkpoint_slices(model: CausalLM) -> dict[str, tuple[torch.Tensor, Shard | 
     None means the whole tensor. Under tensor parallelism a rank's views are smaller than the tensors."""
     slices = {}
     for module_name, module in model.named_modules():
+        if hasattr(module, "checkpoint_slices"):  # a module with its own mapping (the MoE block's stacked experts)
+            slices.update(module.checkpoint_slices(module_name))
+            continue
         for param_name, param in module.named_parameters(recurse=False):
             if isinstance(module, MergedLinear):
                 parent = module_name.rpartition(".")[0]
@@ -115,9 +118,15 @@ def _settle_tied_lm_head(model: CausalLM, tensor: torch.Tensor, file: Path, load
         _copy(LM_HEAD, tensor, head, file, head_shard)
 
 
+def ignored_tensors(model: CausalLM) -> set[str]:
+    """Checkpoint names the model may hold without loading them (MoE: other ranks' experts, a zero-size shared expert)."""
+    return {name for module_name, module in model.named_modules() if hasattr(module, "ignored_checkpoint_tensors")
+            for name in module.ignored_checkpoint_tensors(module_name)}
+
+
 def load_weights(model: CausalLM, path: str | Path) -> None:
     """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
-    targets = checkpoint_slices(model)
+    targets, ignored = checkpoint_slices(model), ignored_tensors(model)
     loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
         with safe_open(str(file), framework="pt", device="cpu") as f:
@@ -129,7 +138,7 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
                     view, shard = target
                     _copy(name, f.get_tensor(name) if shard is None else f.get_slice(name), view, file, shard)
                     loaded.add(name)
-                elif not name.endswith(IGNORED_SUFFIXES):
+                elif not name.endswith(IGNORED_SUFFIXES) and name not in ignored:
                     unexpected.append(name)
     if tied_lm_head is not None:
         _settle_tied_lm_head(model, *tied_lm_head, loaded)
@@ -143,10 +152,11 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu") -> CausalLM:
-    """Build the model that ``<path>/config.json`` describes and load its safetensors weights."""
+               device: str | torch.device = "cpu", expert_map: torch.Tensor | None = None) -> CausalLM:
+    """Build the model that ``<path>/config.json`` describes and load its safetensors weights (with an
+    ``expert_map``, only the experts it owns; see :class:`~.llama.CausalLM`)."""
     config = ModelConfig.from_pretrained(path)
     with torch.device(device):
-        model = CausalLM(config, dtype)
+        model = CausalLM(config, dtype, expert_map)
     load_weights(model, path)
     return model.eval()

@@ -56,8 +56,15 @@ def vocab_range(vocab_size: int, tp_size: int, tp_rank: int) -> tuple[int, int, 
     return start, rows, max(0, min(rows, vocab_size - start))
 
 
-def check_tensor_parallel(config: Any, tp_size: int) -> None:
-    """Raise ValueError, naming the field, if a model with this config cannot be split over ``tp_size`` ranks."""
+def check_tensor_parallel(config: Any, tp_size: int, expert_parallel: bool = False) -> None:
+    """Raise ValueError, naming the field, if a model with this config cannot be split over ``tp_size`` ranks
+    (with ``expert_parallel``, MoE experts are placed whole instead of split)."""
     head_shard(config.num_attention_heads, config.num_key_value_heads, tp_size, 0)
     divide(config.intermediate_size, tp_size, "intermediate_size")
+    moe = getattr(config, "moe", None)
+    if moe is not None:
+        if not expert_parallel:
+            divide(moe.intermediate_size, tp_size, "moe intermediate_size")
+        if moe.shared_expert_intermediate_size:
+            divide(moe.shared_expert_intermediate_size, tp_size, "shared_expert_intermediate_size")
     vocab_range(config.vocab_size, tp_size, 0)

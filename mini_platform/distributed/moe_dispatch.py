@@ -1,0 +1,87 @@
+"""Expert parallelism: get each token to the ranks that own its experts, and the results back.
+
+The attention layers are tensor-parallel, so every rank holds every token when an MoE layer starts.
+Each rank takes its own contiguous slice of the tokens into the layer (rank ``r`` gets
+:func:`token_split` ``[r]`` of them, as sequence-parallel MoE does), routes them, and one of two
+exchanges computes every (token, expert) pair on the expert's owner:
+
+- ``"alltoall"`` (vllm-ascend's ``TokenDispatcherWithAll2AllV``): each rank sorts its (token, expert)
+  pairs by owner and sends each owner exactly its pairs with one uneven ``all_to_all``; the owner runs
+  its experts on what it received and a second ``all_to_all`` with the sizes swapped brings the weighted
+  outputs home, where they are summed per token. Traffic: only the pairs, ``top_k`` rows per token.
+- ``"allgather"`` (vllm-ascend's AllGather dispatcher, vLLM's ``allgather_reducescatter``): every rank
+  all-gathers all slices (padded to one length), runs its own experts on every token (``expert_map``
+  zeroes the others), and a ``reduce_scatter`` sums the partial outputs and hands each rank its slice.
+  No sorting, but every rank sees every token.
+
+Either way each rank ends with the complete MoE output of its slice, and an ``all_gather`` restores the
+full token set for the next (tensor-parallel) attention layer.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .parallel_state import GroupCoordinator
+
+# route(x [t, H]) -> (topk_weights fp32 [t, K], topk_ids int32 [t, K]), global expert ids
+RouteFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+# experts(x [n, H], topk_weights [n, K], topk_ids [n, K]) -> this rank's weighted share [n, H]
+ExpertsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+MOE_COMM_METHODS = ("alltoall", "allgather")
+
+
+def token_split(num_tokens: int, world_size: int) -> list[int]:
+    """How many of the tokens each rank takes: as equal as possible, the first ranks one more."""
+    base, rest = divmod(num_tokens, world_size)
+    return [base + (r < rest) for r in range(world_size)]
+
+
+class ExpertParallelDispatcher:
+    """Runs one MoE layer's routed experts across the EP group with the chosen exchange."""
+
+    def __init__(self, group: GroupCoordinator, expert_owner: torch.Tensor, method: str = "alltoall") -> None:
+        if method not in MOE_COMM_METHODS:
+            raise ValueError(f"unknown MoE communication method {method!r}; use one of {MOE_COMM_METHODS}")
+        self.group, self.method = group, method
+        self.expert_owner = expert_owner.long()  # [E]: the EP rank that owns each global expert
+
+    def __call__(self, x: torch.Tensor, route: RouteFn, experts: ExpertsFn) -> torch.Tensor:
+        """``x`` ``[T, H]`` (the same on every rank) -> the routed experts' output ``[T, H]`` on every rank."""
+        sizes = token_split(x.shape[0], self.group.world_size)
+        start = sum(sizes[:self.group.rank_in_group])
+        mine = x[start:start + sizes[self.group.rank_in_group]]
+        weights, ids = route(mine)
+        exchange = self._all_to_all if self.method == "alltoall" else self._all_gather
+        return self._gather_slices(exchange(mine, weights, ids, experts, sizes), sizes)
+
+    def _all_to_all(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, experts: ExpertsFn,
+                    sizes: list[int]) -> torch.Tensor:
+        top_k = ids.shape[1]
+        owner = self.expert_owner[ids.reshape(-1).long()]                 # [t*K] owner of each pair
+        order = torch.argsort(owner, stable=True)                          # pairs grouped by owner
+        send_counts = torch.bincount(owner, minlength=self.group.world_size)
+        recv_counts = self.group.all_to_all(send_counts)                   # one count from each rank
+        send, recv = send_counts.tolist(), recv_counts.tolist()
+        token = order // top_k                                             # the token each sorted pair came from
+        rows = self.group.all_to_all(x[token], send, recv)
+        pair_weights = self.group.all_to_all(weights.reshape(-1)[order], send, recv)
+        pair_ids = self.group.all_to_all(ids.reshape(-1)[order], send, recv)
+        out = experts(rows, pair_weights.unsqueeze(1), pair_ids.unsqueeze(1))   # one (token, expert) per row
+        back = self.group.all_to_all(out, recv, send)                      # the reverse exchange
+        return torch.zeros_like(x).index_add_(0, token, back)
+
+    def _all_gather(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, experts: ExpertsFn,
+                    sizes: list[int]) -> torch.Tensor:
+        pad = max(sizes) - x.shape[0]                                      # all_gather wants equal shapes
+        everyone = [self.group.all_gather(F.pad(t, (0, 0, 0, pad)), dim=0) for t in (x, weights, ids)]
+        partial = experts(*everyone)                                       # padding rows: weight 0, output 0
+        return self.group.reduce_scatter(partial, dim=0)[:x.shape[0]]
+
+    def _gather_slices(self, out: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        """Every rank's slice, back in token order."""
+        longest = max(sizes)
+        gathered = self.group.all_gather(F.pad(out, (0, 0, 0, longest - out.shape[0])), dim=0)
+        return torch.cat([gathered[r * longest:r * longest + n] for r, n in enumerate(sizes)])
