@@ -37,7 +37,9 @@ def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("dist")
     return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3),
             # tied embeddings: the vocabulary-parallel embedding is the LM head too
-            "qwen2": make_tiny_checkpoint(root / "qwen2", "qwen2", seed=4, tie_word_embeddings=True)}
+            "qwen2": make_tiny_checkpoint(root / "qwen2", "qwen2", seed=4, tie_word_embeddings=True),
+            "mixtral": make_tiny_checkpoint(root / "mixtral", "mixtral", seed=5),
+            "qwen2_moe": make_tiny_checkpoint(root / "qwen2_moe", "qwen2_moe", seed=6)}
 
 
 # -- the shard arithmetic, in one process -------------------------------------------------------------
@@ -99,6 +101,29 @@ def test_each_rank_loads_only_its_shard(checkpoints, monkeypatch, tp):
         assert model.num_kv_heads == shard.num_kv_heads
 
 
+@pytest.mark.parametrize("expert_parallel", [False, True], ids=["tp", "ep"])
+def test_moe_ranks_load_split_or_whole_experts(checkpoints, monkeypatch, expert_parallel):
+    """TP splits every expert's intermediate dim; EP gives each rank whole experts (linear placement)."""
+    full = load_file(str(checkpoints["mixtral"] / "model.safetensors"))
+    inter = ModelConfig.from_pretrained(checkpoints["mixtral"]).moe.intermediate_size
+    prefix = "model.layers.0.block_sparse_moe.experts"
+    for rank in range(2):
+        group = parallel_state.GroupCoordinator("tp", 2, rank)
+        monkeypatch.setattr(parallel_state, "_TP", group)
+        monkeypatch.setattr(parallel_state, "_EP", group if expert_parallel else None)
+        block = load_model(checkpoints["mixtral"]).model.layers[0].block_sparse_moe
+        if expert_parallel:   # 4 experts: rank 0 owns 0-1, rank 1 owns 2-3, whole
+            assert block.local_experts == [2 * rank, 2 * rank + 1] and block.w13.shape[1] == 2 * inter
+            for local, expert in enumerate(block.local_experts):
+                assert torch.equal(block.w2[local], full[f"{prefix}.{expert}.w2.weight"])
+        else:                 # every expert, half of its intermediate rows / columns
+            half = slice(rank * inter // 2, (rank + 1) * inter // 2)
+            assert block.local_experts == [0, 1, 2, 3] and block.w13.shape[1] == inter
+            assert torch.equal(block.w13[3, :inter // 2], full[f"{prefix}.3.w1.weight"][half])
+            assert torch.equal(block.w13[3, inter // 2:], full[f"{prefix}.3.w3.weight"][half])
+            assert torch.equal(block.w2[3], full[f"{prefix}.3.w2.weight"][:, half])
+
+
 # -- collectives over gloo ------------------------------------------------------------------------------
 def _collectives_worker(rank: int, world: int, port: int) -> None:
     import torch.distributed as dist
@@ -126,9 +151,29 @@ def _collectives_worker(rank: int, world: int, port: int) -> None:
         assert torch.equal(got, torch.tensor(want)), (rank, got)
         b = torch.full((3,), float(rank + 7))
         assert torch.equal(tp.broadcast(b, src=1), torch.full((3,), 8.0))
+        _check_expert_parallel_exchange(ep)
     finally:
         parallel_state.destroy_model_parallel()
         dist.destroy_process_group()
+
+
+def _check_expert_parallel_exchange(ep) -> None:
+    """Both token exchanges, with each rank owning half of 5 experts (3 and 2), equal one process that owns all."""
+    from mini_platform import ops
+    from mini_platform.distributed.moe_dispatch import ExpertParallelDispatcher
+    from mini_platform.model.moe import expert_map_for_rank, expert_owners
+    g = torch.Generator().manual_seed(0)  # the same data on both ranks
+    num_experts, hidden, inter, tokens = 5, 8, 6, 7
+    w13, w2 = torch.randn(num_experts, 2 * inter, hidden, generator=g), torch.randn(num_experts, hidden, inter, generator=g)
+    x, router = torch.randn(tokens, hidden, generator=g), torch.randn(hidden, num_experts, generator=g)
+    route = lambda h: ops.moe_topk_softmax(h @ router, 2, True)  # noqa: E731
+    want = ops.fused_experts(x, w13, w2, *route(x))
+    expert_map = expert_map_for_rank(num_experts, ep.world_size, ep.rank_in_group)
+    owned = (expert_map >= 0).nonzero().flatten()
+    for method in ("alltoall", "allgather"):
+        dispatcher = ExpertParallelDispatcher(ep, expert_owners(num_experts, ep.world_size), method)
+        got = dispatcher(x, route, lambda h, w, i: ops.fused_experts(h, w13[owned], w2[owned], w, i, expert_map))
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=method)
 
 
 def test_collectives_over_gloo_with_uneven_all_to_all():
@@ -143,15 +188,20 @@ def test_single_rank_groups_are_no_ops():
 
 
 # -- tensor parallelism end to end ----------------------------------------------------------------------
-@pytest.mark.parametrize("arch, tp", [("llama", 2), ("qwen2", 4)])
-def test_tensor_parallel_greedy_equals_one_process(checkpoints, arch, tp):
-    """Llama with TP=2 splits the 2 KV heads; Qwen2 (Q/K/V bias, tied embeddings) with TP=4 replicates them.
-    Both under preemption and chunked prefill, equal to one process token for token."""
+@pytest.mark.parametrize("arch, tp, parallel", [
+    ("llama", 2, {}),                 # the 2 KV heads split
+    ("qwen2", 4, {}),                 # Q/K/V bias, tied embeddings; the 2 KV heads replicated on 4 ranks
+    ("mixtral", 2, {"enable_expert_parallel": True, "moe_comm": "alltoall"}),
+    ("qwen2_moe", 2, {"enable_expert_parallel": True, "moe_comm": "allgather"}),  # + a TP-split shared expert
+    ("qwen2_moe", 2, {}),             # no EP: every expert's intermediate dim split
+], ids=["llama-tp2", "qwen2-tp4", "mixtral-ep2-alltoall", "qwen2_moe-ep2-allgather", "qwen2_moe-tp2"])
+def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
+    """Under preemption and chunked prefill, equal to one process token for token."""
     batch = prompts(tp, [5, 23, 9, 17, 2, 30])
     one = LLM(checkpoints[arch], **STRESS)
     want = [o.token_ids for o in one.generate(batch, GREEDY)]
     assert one.engine.stats()["num_preemptions"] > 0  # the cache really was too small
-    with LLM(checkpoints[arch], tensor_parallel_size=tp, **STRESS) as llm:
+    with LLM(checkpoints[arch], tensor_parallel_size=tp, **parallel, **STRESS) as llm:
         got = [o.token_ids for o in llm.generate(batch, GREEDY)]
         assert llm.engine.stats()["num_preemptions"] == one.engine.stats()["num_preemptions"]
         pids = llm.engine.runner.pids
