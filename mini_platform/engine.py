@@ -143,6 +143,9 @@ class LLMEngine:
             self.model = load_model(config.model, dtype=dtype, device=device)
             self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
         else:  # the model lives in the workers; rank 0's logits come back to the CPU
+            if torch.device(device).type != platform.device_type:
+                raise ValueError(f"device={config.device!r} with tensor_parallel_size > 1: each worker uses its own "
+                                 f"{platform.device_type} device (rank r on {platform.device_type}:r); drop device=")
             check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
             self.model = None
             self.runner = MultiprocExecutor(WorkerConfig(config.model, config.tensor_parallel_size, dtype, num_blocks,

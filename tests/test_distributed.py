@@ -7,6 +7,7 @@ no child process is left. The CUDA (NCCL) and Ascend (HCCL) tests run only on su
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 import signal
@@ -68,6 +69,8 @@ def test_impossible_splits_are_rejected_before_any_process_starts(checkpoints):
         LLM(checkpoints["llama"], tensor_parallel_size=3)
     with pytest.raises(ValueError, match="tensor_parallel_size"):
         LLM(checkpoints["llama"], tensor_parallel_size=0)
+    with pytest.raises(ValueError, match="moe_comm='all2all'"):
+        LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel=True, moe_comm="all2all")
     assert not multiprocessing.active_children()
 
 
@@ -201,10 +204,17 @@ def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
     one = LLM(checkpoints[arch], **STRESS)
     want = [o.token_ids for o in one.generate(batch, GREEDY)]
     assert one.engine.stats()["num_preemptions"] > 0  # the cache really was too small
-    with LLM(checkpoints[arch], tensor_parallel_size=tp, **parallel, **STRESS) as llm:
+    llm = LLM(checkpoints[arch], tensor_parallel_size=tp, **parallel, **STRESS)
+    pids = llm.engine.runner.pids
+    try:
         got = [o.token_ids for o in llm.generate(batch, GREEDY)]
         assert llm.engine.stats()["num_preemptions"] == one.engine.stats()["num_preemptions"]
-        pids = llm.engine.runner.pids
+    finally:
+        if arch == "llama":  # dropping the last reference stops the workers as close() does
+            del llm
+            gc.collect()
+        else:
+            llm.close()
     assert got == want
     assert not multiprocessing.active_children() and not _alive(pids)
 
