@@ -224,3 +224,10 @@ def test_align_block_size_invariants(tokens, num_experts, top_k, block_size):
         assert run[len(mine):].eq(numel).all()                                # padding at the end of the run
         assert expert_ids[start // block_size:(start + int(padded[e])) // block_size].eq(e).all()
         start += int(padded[e])
+
+
+def test_mixed_dtypes_are_rejected():
+    w13, w2 = make_experts(2, 8, 4, torch.float32, seed=0)
+    weights, ids = routing(1, 2, 1, seed=0)
+    with pytest.raises(ValueError, match="share a dtype"):
+        ops.fused_experts(torch.zeros(1, 8, dtype=torch.bfloat16), w13, w2, weights, ids, backend="cpu")

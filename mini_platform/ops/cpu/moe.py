@@ -34,6 +34,8 @@ def check_experts_args(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor
     if w13.dim() != 3 or w13.shape[2] != h or w13.shape[1] % 2:
         raise ValueError(f"w13 must be [local_experts, 2 * intermediate, hidden={h}] (gate rows then up rows), "
                          f"got shape {tuple(w13.shape)}")
+    if not hidden.dtype == w13.dtype == w2.dtype:
+        raise ValueError(f"hidden, w13 and w2 must share a dtype, got {hidden.dtype}, {w13.dtype}, {w2.dtype}")
     e_local, inter = w13.shape[0], w13.shape[1] // 2
     if tuple(w2.shape) != (e_local, h, inter):
         raise ValueError(f"w2 must be [local_experts={e_local}, hidden={h}, intermediate={inter}] to match w13, "

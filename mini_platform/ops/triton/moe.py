@@ -11,13 +11,18 @@
 
 vLLM sources read (vllm-project/vllm): ``fused_moe/moe_align_block_size.py`` at commit 05be9924
 (docstring example, sentinel ``numel``, buffer ``numel + E*(block_size-1)``, ``expert_map`` applied to
-the per-block ids) and the ``fused_moe_kernel`` / ``fused_experts_impl`` of ``fused_moe/fused_moe.py``.
+the per-block ids) and ``fused_moe_kernel`` in ``fused_moe/fused_moe.py`` at commit 000d1458 (grouped
+pid ordering, rows ``offs_token // top_k``, B ``[E, N, K]``, zeros written for expert -1, routed weight in fp32).
 vLLM computes the alignment with a CUDA op; here it is vectorised torch (no host sync).
 
-Loads are converted to fp32 before any arithmetic and dots run in full fp32 (``input_precision="ieee"``,
-not TF32): the Triton interpreter miscomputes bf16, and the CPU reference is fp32.
+Precision: fp32 weights, and every dtype under the Triton interpreter (which miscomputes bf16), are
+converted to fp32 on load and multiplied in full fp32 (``input_precision="ieee"``, not TF32). Compiled for
+a GPU, bf16/fp16 operands go to ``tl.dot`` as they are (tensor cores), as in vLLM; the accumulator is fp32
+either way. That GPU path is exercised only by the tests marked ``cuda``.
 """
 from __future__ import annotations
+
+import os
 
 import torch
 import triton
@@ -70,7 +75,7 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
 def _fused_moe_kernel(a_ptr, b_ptr, c_ptr, weights_ptr, sorted_ids_ptr, expert_ids_ptr, num_post_ptr,
                       N, K, EM, num_valid,
                       stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
-                      TOP_K: tl.constexpr, MUL_ROUTED_WEIGHT: tl.constexpr,
+                      TOP_K: tl.constexpr, MUL_ROUTED_WEIGHT: tl.constexpr, DOT_IN_FP32: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """``c[r] = (w[r] *) a[r // TOP_K] @ b[expert]^T`` for the rows ``r`` of each expert-sorted M-block;
     ``a`` ``[*, K]``, ``b`` ``[E_local, N, K]``, ``c`` ``[num_valid, N]``."""
@@ -102,9 +107,12 @@ def _fused_moe_kernel(a_ptr, b_ptr, c_ptr, weights_ptr, sorted_ids_ptr, expert_i
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_mask = offs_k < K - k0
-        a = tl.load(a_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0).to(tl.float32)
-        b = tl.load(b_ptrs, mask=k_mask[:, None] & n_mask[None, :], other=0.0).to(tl.float32)
-        acc += tl.dot(a, b, input_precision="ieee")
+        a = tl.load(a_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+        if DOT_IN_FP32:
+            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        else:
+            acc += tl.dot(a, b)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     if MUL_ROUTED_WEIGHT:
@@ -128,11 +136,12 @@ def invoke_fused_moe_kernel(a: torch.Tensor, w: torch.Tensor, c: torch.Tensor, t
     """Launch the grouped GEMM: ``c`` ``[T*K, N]`` from ``a`` rows and ``w`` ``[E_local, N, K]``."""
     n, k = w.shape[1], w.shape[2]
     em = sorted_ids.shape[0]
+    dot_in_fp32 = a.dtype == torch.float32 or os.environ.get("TRITON_INTERPRET") == "1"
     grid = (triton.cdiv(em, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _fused_moe_kernel[grid](a, w, c, topk_weights, sorted_ids, expert_ids, num_post,
                             n, k, em, c.shape[0],
                             a.stride(0), a.stride(1), w.stride(0), w.stride(1), w.stride(2), c.stride(0), c.stride(1),
-                            TOP_K=top_k, MUL_ROUTED_WEIGHT=mul_routed_weight, **config)
+                            TOP_K=top_k, MUL_ROUTED_WEIGHT=mul_routed_weight, DOT_IN_FP32=dot_in_fp32, **config)
 
 
 def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
