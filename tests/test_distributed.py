@@ -36,7 +36,8 @@ def prompts(seed: int, lengths: list[int], vocab: int = 257) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("dist")
-    return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3),
+    # biases on Q/K/V, O and the MLP: the row-parallel bias is added once, the column-parallel one is split
+    return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3, attention_bias=True, mlp_bias=True),
             # tied embeddings: the vocabulary-parallel embedding is the LM head too
             "qwen2": make_tiny_checkpoint(root / "qwen2", "qwen2", seed=4, tie_word_embeddings=True),
             "mixtral": make_tiny_checkpoint(root / "mixtral", "mixtral", seed=5),
@@ -92,6 +93,9 @@ def test_each_rank_loads_only_its_shard(checkpoints, monkeypatch, tp):
         assert torch.equal(q, full[w + "q_proj.weight"][rank * shard.num_heads * hd:][:shard.num_heads * hd])
         assert torch.equal(k, full[w + "k_proj.weight"][kv_rows])
         assert torch.equal(v, full[w + "v_proj.weight"][kv_rows])
+        k_bias = attn.qkv_proj.bias[shard.num_heads * hd:(shard.num_heads + shard.num_kv_heads) * hd]
+        assert torch.equal(k_bias, full[w + "k_proj.bias"][kv_rows])
+        assert torch.equal(attn.o_proj.bias, full[w + "o_proj.bias"])  # whole on every rank, added by rank 0
         cols = config.q_size // tp
         assert torch.equal(attn.o_proj.weight, full[w + "o_proj.weight"][:, rank * cols:(rank + 1) * cols])
         inter = config.intermediate_size // tp
