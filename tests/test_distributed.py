@@ -171,7 +171,8 @@ def _check_expert_parallel_exchange(ep) -> None:
     from mini_platform.model.moe import expert_map_for_rank, expert_owners
     g = torch.Generator().manual_seed(0)  # the same data on both ranks
     num_experts, hidden, inter, tokens = 5, 8, 6, 7
-    w13, w2 = torch.randn(num_experts, 2 * inter, hidden, generator=g), torch.randn(num_experts, hidden, inter, generator=g)
+    w13 = torch.randn(num_experts, 2 * inter, hidden, generator=g)
+    w2 = torch.randn(num_experts, hidden, inter, generator=g)
     x, router = torch.randn(tokens, hidden, generator=g), torch.randn(hidden, num_experts, generator=g)
     route = lambda h: ops.moe_topk_softmax(h @ router, 2, True)  # noqa: E731
     want = ops.fused_experts(x, w13, w2, *route(x))
