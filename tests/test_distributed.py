@@ -264,6 +264,17 @@ def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):
     assert not multiprocessing.active_children()
 
 
+def test_silent_workers_time_out_instead_of_hanging(checkpoints):
+    """A wait has a deadline: workers that cannot even start (a spawned interpreter imports torch first)
+    within 0.5 s are stopped, and the error says nobody answered."""
+    from mini_platform.distributed.executor import MultiprocExecutor
+    from mini_platform.distributed.worker import WorkerConfig
+    config = WorkerConfig(str(checkpoints["llama"]), 2, torch.float32, num_blocks=8, block_size=4, timeout_s=0.5)
+    with pytest.raises(WorkerError, match=r"during start-up.*\n.*no worker answered within 0.5 s"):
+        MultiprocExecutor(config)
+    assert not multiprocessing.active_children()
+
+
 # -- real devices: not run on this CPU machine ------------------------------------------------------------
 def _single_rank_collectives(backend: str, device: torch.device, communicator_cls) -> None:
     """One rank: every collective runs through the device's library and returns its input (the one
