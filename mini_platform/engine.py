@@ -11,6 +11,7 @@ import importlib
 import itertools
 import logging
 import numbers
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -22,6 +23,7 @@ from .compilation.capture_sizes import check_capture_sizes, default_capture_size
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
 from .model_runner import ModelRunner
+from .ops.graph import GraphCaptureError
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
 from .utils import resolve_obj_by_qualname
@@ -174,7 +176,13 @@ class LLMEngine:
         sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model_config.num_hidden_layers)
         runner = ModelRunner(self.model, num_blocks, c.block_size, c.backend, graph_wrapper_cls=wrapper,
                              capture_sizes=sizes, **options)
-        seconds = runner.capture_graphs()
+        try:
+            seconds = runner.capture_graphs()
+        except GraphCaptureError as exc:  # e.g. MoE kernels that loop over experts with host reads
+            warnings.warn(f"this model's kernels cannot be captured in a graph on the "
+                          f"{ops.current_backend(c.backend)!r} backend, so it runs eagerly: {exc}", RuntimeWarning,
+                          stacklevel=3)
+            return ModelRunner(self.model, num_blocks, c.block_size, c.backend, **options)
         logger.info("Captured %d decode graphs (batch sizes %s) with %s in %.2f s", len(sizes), sizes,
                     wrapper.rpartition(".")[2], seconds)
         return runner
