@@ -50,15 +50,25 @@ class Node(Protocol):
     def run(self) -> None: ...
 
 
+def frozen(value: Any) -> Any:
+    """``value`` with its lists, tuples and dicts copied and its tensors kept by reference: what a graph
+    records of a call's arguments (host values frozen, device memory shared)."""
+    return tree_map(lambda x: x, value)  # tree_map rebuilds every container
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors inside ``value`` (a tensor, or containers of them), in order."""
+    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+
 class AtenNode:
     """One recorded aten call: its arguments (tensors by reference, everything else by value) and outputs."""
 
     def __init__(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any) -> None:
-        freeze = lambda x: x  # noqa: E731  (tree_map rebuilds containers, so lists are copied)
-        self.func, self.args, self.kwargs = func, tree_map(freeze, args), tree_map(freeze, kwargs)
-        self.outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
-        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        storages = {t.untyped_storage().data_ptr() for t in inputs}
+        self.func, self.args, self.kwargs = func, frozen(args), frozen(kwargs)
+        self.single = isinstance(out, torch.Tensor)  # most ops: skip flattening at replay
+        self.outputs = tensors_in(out)
+        storages = {t.untyped_storage().data_ptr() for t in tensors_in((args, kwargs))}
         writes = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
         # Outputs in new memory get the replay's result copied in; outputs aliasing an input (views, and the
         # results of in-place ops) already point at the right memory.
@@ -66,7 +76,12 @@ class AtenNode:
         self.needed = writes or bool(self.copy_back)  # a pure view does no work at replay
 
     def run(self) -> None:
-        fresh = [t for t in tree_flatten(self.func(*self.args, **self.kwargs))[0] if isinstance(t, torch.Tensor)]
+        out = self.func(*self.args, **self.kwargs)
+        if self.single:
+            if self.copy_back:
+                self.outputs[0].copy_(out)
+            return
+        fresh = tensors_in(out)
         for i in self.copy_back:
             self.outputs[i].copy_(fresh[i])
 

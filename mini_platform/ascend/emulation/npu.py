@@ -31,9 +31,8 @@ import types
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
 
-from ...ops.graph import Graph, current_graph, is_capturing, untraced
+from ...ops.graph import Graph, current_graph, frozen, is_capturing, tensors_in, untraced
 
 # Tensor inputs the host reads when it launches the kernel (its tiling); frozen at capture or update.
 HOST_TENSOR_INPUTS = {"_npu_paged_attention": ("context_lens",)}
@@ -87,24 +86,19 @@ class _Task:
         self.name, self.fn = name, fn
         self.result: Any = None
         with untraced():  # the freezing copies and the kernel's own work are not graph nodes
-            bound.arguments.update({k: (v.clone() if k in host else v) if isinstance(v, torch.Tensor)
-                                    else tree_map(_copy_leaf, v) for k, v in bound.arguments.items()})
+            bound.arguments.update({k: (v.clone() if k in host else v) if isinstance(v, torch.Tensor) else frozen(v)
+                                    for k, v in bound.arguments.items()})
             self.args, self.kwargs = bound.args, bound.kwargs
             if run_now:
                 self.result = fn(*self.args, **self.kwargs)
-        self.outputs = [t for t in tree_flatten(self.result)[0] if isinstance(t, torch.Tensor)]
+        self.outputs = tensors_in(self.result)
 
     def run(self) -> None:
-        fresh = [t for t in tree_flatten(self.fn(*self.args, **self.kwargs))[0] if isinstance(t, torch.Tensor)]
-        for mine, new in zip(self.outputs, fresh):
+        for mine, new in zip(self.outputs, tensors_in(self.fn(*self.args, **self.kwargs))):
             mine.copy_(new)
 
     def __repr__(self) -> str:
         return f"_Task({self.name})"
-
-
-def _copy_leaf(x: Any) -> Any:
-    return x  # tree_map rebuilds lists, tuples and dicts: the copy is the freeze
 
 
 def device_kernel(name: str, fn: Callable) -> Callable:
