@@ -80,6 +80,8 @@ class ModelRunner:
     def capture_graphs(self) -> float:
         """Capture one graph per capture size (largest first, as vLLM does); returns the seconds it took.
         The buffers hold padding only (slot -1, length 0), so capture writes no KV."""
+        if self.graphs is None:
+            raise RuntimeError("this model runner has no graph wrapper or capture sizes: it runs eagerly")
         start = time.perf_counter()
         for size in reversed(self.capture_sizes):
             self.buffers.fill([], [], [], [], [], [], num_tokens=size, num_seqs=size)
@@ -119,7 +121,8 @@ class ModelRunner:
         _, _, metadata = self.prepare(batch, kv, pad_to=size)
         if size is None:
             hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
-            self.graph_stats.num_eager_steps += self.graphs is not None
+            if self.graphs is not None:
+                self.graph_stats.num_eager_steps += 1
         else:
             hidden = self.graphs.replay(size, metadata)
             self.graph_stats.num_graph_steps += 1

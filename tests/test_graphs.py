@@ -292,8 +292,10 @@ def test_acl_graph_without_the_attention_update_gives_wrong_tokens(checkpoints, 
     assert tokens(stale) != tokens(eager)
 
 
-def test_acl_graph_replay_waits_for_its_events(checkpoints, emulated_npu, monkeypatch):
-    monkeypatch.setattr(acl_graph, "update_attn_params", lambda *args: None)
+def test_acl_graph_sizes_capped_and_replay_waits_for_its_events(checkpoints, emulated_npu, monkeypatch):
+    monkeypatch.setattr(acl_graph, "MAX_CAPTURE_SIZE", 6)   # room for 6 // (2 layers + 1) = 2 graphs
+    monkeypatch.setattr(acl_graph, "update_attn_params", lambda *args: None)  # events never recorded
     llm = LLM(checkpoints["llama"], max_num_seqs=2, backend="npu", enforce_eager=False)
+    assert llm.engine.stats()["cudagraph_capture_sizes"] == [1, 4]   # of [1, 2, 4]: the largest and the smallest
     with pytest.raises(RuntimeError, match="never recorded"):
         llm.generate(prompts(6, 1), GREEDY)
