@@ -217,4 +217,5 @@ def _check_capturable(func: torch._ops.OpOverload, args: tuple, kwargs: dict) ->
     if packet in ("aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"):
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
         if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
-            raise GraphCaptureError(f"{full} with a boolean mask", "a mask index has a data-dependent number of elements")
+            raise GraphCaptureError(f"{full} with a boolean mask",
+                                    "a mask index has a data-dependent number of elements")
