@@ -45,9 +45,6 @@ class Stream:
     def synchronize(self) -> None:
         synchronize()
 
-    def wait_stream(self, stream: Stream) -> None:
-        pass
-
 
 _default_stream = Stream()
 _blocked: dict[NPUGraph, int] = {}       # replays waiting on an event -> index of the waiting node
