@@ -341,3 +341,26 @@ def test_emulated_task_group_keeps_capture_lengths_until_updated(emulated_npu):
     event.record(stream)
     npu.synchronize()
     torch.testing.assert_close(out, want[20])
+
+
+# -- MoE models -------------------------------------------------------------------------------------------
+
+def test_moe_model_on_the_cpu_graph_warns_and_runs_eagerly(tmp_path):
+    # The cpu MoE kernel loops over experts and reads their token counts on the host: not capturable.
+    model = make_tiny_checkpoint(tmp_path / "mixtral", "mixtral", max_position_embeddings=128)
+    with pytest.warns(RuntimeWarning, match="cannot be captured in a graph on the 'cpu' backend"):
+        llm = LLM(model, max_num_seqs=4, enforce_eager=False)
+    assert llm.engine.runner.graphs is None and llm.engine.stats()["num_graph_steps"] == 0
+    batch = prompts(8, 3)
+    assert tokens(llm.generate(batch, GREEDY)) == tokens(LLM(model, max_num_seqs=4).generate(batch, GREEDY))
+
+
+@pytest.mark.parametrize("arch", ["mixtral", "qwen2_moe"])
+def test_moe_model_in_acl_graphs_equals_eager(tmp_path, arch, emulated_npu):
+    # The torch_npu MoE routing ops are device kernels: an ACL graph holds them (vllm-ascend captures MoE too).
+    model = make_tiny_checkpoint(tmp_path / arch, arch, max_position_embeddings=128)
+    batch = prompts(9, 3)
+    eager = LLM(model, max_num_seqs=4, backend="npu").generate(batch, GREEDY)
+    llm = LLM(model, max_num_seqs=4, backend="npu", enforce_eager=False)
+    assert tokens(llm.generate(batch, GREEDY)) == tokens(eager)
+    assert llm.engine.stats()["num_graph_steps"] == GREEDY.max_tokens - 1
