@@ -6,7 +6,7 @@ import bisect  # noqa: F401  (padded_size should use it)
 
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, user_sizes: list[int] | None = None) -> list[int]:
     # TODO 1: the default list: N = min(2 * max_num_seqs, 512); [1, 2, 4] + 8, 16, ... up to N;
-    #         keep sizes <= N and <= max_num_batched_tokens
+    #         (1, 2, 4 always); drop sizes above max_num_batched_tokens
     # TODO 2: user sizes: check >= 1, deduplicate, sort, drop those above max_num_batched_tokens
     raise NotImplementedError("capture_sizes")
 

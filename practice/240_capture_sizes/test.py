@@ -32,9 +32,10 @@ def test_default_is_capped_at_512():
     assert sizes[-1] == 512 and len(sizes) == 3 + 64
 
 
-def test_small_max_num_seqs_caps_1_2_4_as_well():
-    assert capture_sizes(1, 1000) == [1, 2]
+def test_1_2_4_stay_even_when_n_is_smaller():
+    assert capture_sizes(1, 1000) == [1, 2, 4]
     assert capture_sizes(2, 1000) == [1, 2, 4]
+    assert capture_sizes(1, 2) == [1, 2]
 
 
 def test_default_respects_the_token_budget():
@@ -69,7 +70,7 @@ def test_random_schedules_and_lookups(seed):
     for _ in range(40):
         seqs, budget = rng.randint(1, 400), rng.randint(1, 1200)
         n = min(2 * seqs, 512)
-        want = [s for s in [1, 2, 4] + [8 * i for i in range(1, 65)] if s <= n and s <= budget]
+        want = [s for s in [1, 2, 4] + [8 * i for i in range(1, n // 8 + 1)] if s <= budget]
         got = capture_sizes(seqs, budget)
         assert got == want, (seqs, budget)
         user = [rng.randint(1, 300) for _ in range(rng.randint(1, 12))]

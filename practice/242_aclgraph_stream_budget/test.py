@@ -42,9 +42,13 @@ def test_smallest_and_largest_always_stay():
 
 def test_too_many_layers_is_an_error():
     with pytest.raises(ValueError):
-        limit_capture_sizes([1, 2, 4], 1000)              # m = 1
-    with pytest.raises(ValueError):
         limit_capture_sizes([1, 2, 4], 2000)              # m = 0
+    with pytest.raises(ValueError):
+        limit_capture_sizes([8], 1800, tensor_parallel_size=2)   # m = floor(1760 / 1801 / 3) = 0
+
+
+def test_one_graph_keeps_the_largest_size():
+    assert limit_capture_sizes([1, 2, 4], 1000) == [4]     # m = 1
 
 
 def test_ties_follow_python_round_on_the_largest_first_list():
@@ -59,6 +63,8 @@ def reference(sizes, layers, tp, dp):
     m = math.floor((1800 - 40 * g) / (layers + 1) / (1 + 2 * g))
     if m >= len(sizes):
         return list(sizes)
+    if m == 1:
+        return [max(sizes)]
     desc = sorted(sizes, reverse=True)
     step = (len(sizes) - 1) / (m - 1)
     idx = [round(i * step) for i in range(m)]
@@ -75,7 +81,7 @@ def test_random_models(seed):
         g = (tp > 1) + (dp > 1)
         m = math.floor((1800 - 40 * g) / (layers + 1) / (1 + 2 * g))
         assert max_graph_sizes(layers, tp, dp) == m
-        if m < 2 and m < len(sizes):
+        if m < 1:
             with pytest.raises(ValueError):
                 limit_capture_sizes(sizes, layers, tp, dp)
         else:

@@ -8,7 +8,7 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, user_sizes: li
     if user_sizes is None:
         largest = min(2 * max_num_seqs, 512)
         candidates = [1, 2, 4] + list(range(8, largest + 1, 8))
-        return [s for s in candidates if s <= largest and s <= max_num_batched_tokens]
+        return [s for s in candidates if s <= max_num_batched_tokens]
     if any(s < 1 for s in user_sizes):
         raise ValueError(f"capture sizes must be >= 1, got {sorted(user_sizes)}")
     sizes = sorted(set(user_sizes))

@@ -15,10 +15,12 @@ def limit_capture_sizes(sizes: list[int], num_hidden_layers: int, tensor_paralle
                         data_parallel_size: int = 1) -> list[int]:
     limit = max_graph_sizes(num_hidden_layers, tensor_parallel_size, data_parallel_size)
     n = len(sizes)
+    if limit < 1:
+        raise ValueError(f"the stream budget allows no graph for {num_hidden_layers} layers; run eagerly")
     if limit >= n:
         return list(sizes)
-    if limit < 2:
-        raise ValueError(f"the stream budget allows {limit} graph sizes for {num_hidden_layers} layers; need at least 2")
+    if limit == 1:
+        return [max(sizes)]
     largest_first = sorted(sizes, reverse=True)
     step = (n - 1) / (limit - 1)
     indices = [math.floor(i * step) for i in range(limit)]

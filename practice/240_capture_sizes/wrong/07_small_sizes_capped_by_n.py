@@ -1,4 +1,4 @@
-# Mistake: The learner only caps the multiples of 8 by N, so 2 and 4 are captured even when max_num_seqs is 1.
+# Mistake: The learner caps 1, 2 and 4 by N as newer vLLM does, not as the v0.11.0 schedule asked for.
 from __future__ import annotations
 
 import bisect
@@ -8,7 +8,7 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, user_sizes: li
     if user_sizes is None:
         largest = min(2 * max_num_seqs, 512)
         candidates = [1, 2, 4] + list(range(8, largest + 1, 8))
-        return [s for s in candidates if (s <= largest or s <= 4) and s <= max_num_batched_tokens]
+        return [s for s in candidates if s <= largest and s <= max_num_batched_tokens]
     if any(s < 1 for s in user_sizes):
         raise ValueError(f"capture sizes must be >= 1, got {sorted(user_sizes)}")
     sizes = sorted(s for s in set(user_sizes) if s <= max_num_batched_tokens)
