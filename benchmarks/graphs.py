@@ -3,7 +3,8 @@
 Run: ``python benchmarks/graphs.py`` (under a minute on 2 cores). One run, ratios printed with the machine.
 
 - CPU, tiny random Llama (2 layers, hidden 64): one decode step (``ModelRunner.execute``: fill the buffers,
-  run the model, compute the logits) timed with the CPU graph replayed and eagerly, at ``--sizes``.
+  run the model, compute the logits) timed with the CPU graph replayed and eagerly, at ``--sizes``, the
+  two alternating step by step; medians of ``--repeats``.
   The CPU graph replays the recorded aten calls from Python, so what it saves is the model's Python code
   (modules, kernel dispatch, argument checks), not kernel launches; its decode attention also reads every
   block of the block-table width (fixed shapes) where the eager kernel reads only ``seq_len`` keys.
@@ -36,37 +37,43 @@ MODEL_100M = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num
                   num_attention_heads=12, num_key_value_heads=4, head_dim=64, max_position_embeddings=1024)
 
 
-def decode_step_seconds(llm: LLM, batch_size: int, repeats: int) -> float:
-    """Median seconds of one decode step of ``batch_size`` requests (their prompts of 32 tokens prefilled)."""
+def decode_step(llm: LLM, batch_size: int):
+    """A decode step of ``batch_size`` requests (prompts of 32 tokens, prefilled first), ready to run again
+    and again (same slots, same inputs)."""
     engine = llm.engine
+    for rid in list(engine.requests):
+        engine.abort(rid)
     for i in range(batch_size):
         engine.add_request([3 + (i + j) % 200 for j in range(32)], SamplingParams(temperature=0, max_tokens=1000))
-    while True:  # run until every request is decoding
+    while True:
         batch = engine.scheduler.schedule()
         logits = engine.runner.execute(batch, engine.kv)
         engine.scheduler.update(batch, logits.argmax(-1).tolist())
         if all(s.num_new_tokens == 1 for s in batch.scheduled) and len(batch.scheduled) == batch_size:
-            break
-    batch = engine.scheduler.schedule()  # the same decode step, run again and again (same slots, same inputs)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        engine.runner.execute(batch, engine.kv)
-        if engine.model.device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    for rid in list(engine.requests):
-        engine.abort(rid)
-    return sorted(times)[len(times) // 2]
+            return engine.scheduler.schedule()
+
+
+def step_seconds(llm: LLM, batch) -> float:
+    start = time.perf_counter()
+    llm.engine.runner.execute(batch, llm.engine.kv)
+    if llm.engine.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
 
 
 def compare(model: Path, sizes: list[int], repeats: int, **options) -> None:
+    """Median decode-step time, eager and graph runs alternating (so a change in machine load hits both)."""
     eager = LLM(model, enforce_eager=True, **options)
     graphed = LLM(model, enforce_eager=False, **options)
     stats = graphed.engine.stats()
     print(f"  captured {len(stats['cudagraph_capture_sizes'])} graphs in {stats['graph_capture_seconds']:.2f} s")
     for size in sizes:
-        t_eager, t_graph = decode_step_seconds(eager, size, repeats), decode_step_seconds(graphed, size, repeats)
+        steps = (decode_step(eager, size), decode_step(graphed, size))
+        times = ([], [])
+        for _ in range(repeats):
+            times[0].append(step_seconds(eager, steps[0]))
+            times[1].append(step_seconds(graphed, steps[1]))
+        t_eager, t_graph = (sorted(t)[len(t) // 2] for t in times)
         padded = padded_batch_size(size, stats["cudagraph_capture_sizes"])
         print(f"  batch {size:3d} (graph of {padded}): eager {t_eager * 1e3:7.2f} ms, graph {t_graph * 1e3:7.2f} ms "
               f"-> eager / graph {t_eager / t_graph:.2f}x")

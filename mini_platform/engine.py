@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import logging
 import numbers
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -19,16 +17,12 @@ from typing import Any, Sequence, Union
 import torch
 
 from . import ops, platforms, plugins
-from .compilation.capture_sizes import check_capture_sizes, default_capture_sizes
+from .compilation.capture_sizes import check_capture_sizes
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
-from .model_runner import ModelRunner
-from .ops.graph import GraphCaptureError
+from .model_runner import build_model_runner
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
-from .utils import resolve_obj_by_qualname
-
-logger = logging.getLogger(__name__)
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
@@ -59,7 +53,8 @@ class EngineConfig:
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
         if self.enforce_eager not in (None, True, False):
-            raise ValueError(f"enforce_eager must be True, False or None (the platform's default), got {self.enforce_eager!r}")
+            raise ValueError(f"enforce_eager must be True, False or None (the platform's default), "
+                             f"got {self.enforce_eager!r}")
         if self.cudagraph_capture_sizes is not None:
             self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
         if not (Path(self.model) / "config.json").is_file():
@@ -78,15 +73,6 @@ def _check_block_size(block_size: int, backend: str) -> None:
     if sizes is not None and block_size not in sizes:
         raise ValueError(f"block_size={block_size} is not supported by the {backend!r} kernel backend; "
                          f"use one of {list(sizes)}")
-
-
-def _graph_wrapper(platform: platforms.Platform, backend: str) -> str | None:
-    """The graph wrapper of the platform whose kernels run: the current platform's, or, when ``backend=``
-    picked another platform's kernels (the npu kernels under the emulation), that platform's."""
-    if backend == platform.kernel_backend:
-        return platform.get_static_graph_wrapper_cls()
-    owner = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "PLATFORM", None)
-    return resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
 
 
 def _is_token_id(value: Any) -> bool:
@@ -156,36 +142,14 @@ class LLMEngine:
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
                                    config.enable_chunked_prefill, model_config.eos_token_ids)
-        self.runner = self._make_runner(model_config, num_blocks, platform)
+        self.runner = build_model_runner(
+            self.model, num_blocks, config.block_size, config.backend, platform=platform,
+            enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
+            max_num_seqs=config.max_num_seqs, max_num_batched_tokens=config.max_num_batched_tokens,
+            max_model_len=self.max_model_len)
         self.tokenizer = _Tokenizer(Path(config.model))
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
-
-    def _make_runner(self, model_config: ModelConfig, num_blocks: int, platform: platforms.Platform) -> ModelRunner:
-        """The model runner, with decode graphs captured unless ``enforce_eager`` (see :mod:`mini_platform.compilation`)."""
-        c = self.config
-        options = dict(max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
-                       max_model_len=self.max_model_len)
-        if c.enforce_eager is not False:
-            return ModelRunner(self.model, num_blocks, c.block_size, c.backend, **options)
-        wrapper = _graph_wrapper(platform, ops.current_backend(c.backend))
-        if wrapper is None:
-            raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper; "
-                             "use enforce_eager=True")
-        sizes = c.cudagraph_capture_sizes or default_capture_sizes(c.max_num_seqs, c.max_num_batched_tokens)
-        sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model_config.num_hidden_layers)
-        runner = ModelRunner(self.model, num_blocks, c.block_size, c.backend, graph_wrapper_cls=wrapper,
-                             capture_sizes=sizes, **options)
-        try:
-            seconds = runner.capture_graphs()
-        except GraphCaptureError as exc:  # e.g. MoE kernels that loop over experts with host reads
-            warnings.warn(f"this model's kernels cannot be captured in a graph on the "
-                          f"{ops.current_backend(c.backend)!r} backend, so it runs eagerly: {exc}", RuntimeWarning,
-                          stacklevel=3)
-            return ModelRunner(self.model, num_blocks, c.block_size, c.backend, **options)
-        logger.info("Captured %d decode graphs (batch sizes %s) with %s in %.2f s", len(sizes), sizes,
-                    wrapper.rpartition(".")[2], seconds)
-        return runner
 
     def _default_num_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
         bs = self.config.block_size

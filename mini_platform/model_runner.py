@@ -8,13 +8,17 @@ filled in place and sliced every step.
 
 Graph mode (a ``graph_wrapper_cls`` and ``capture_sizes``): :meth:`ModelRunner.capture_graphs` captures
 the model once per size at start-up. A decode-only step of at most the largest size is padded up to
-the next size and replayed; prefill, mixed and larger steps run eagerly.
+the next size and replayed; prefill, mixed and larger steps run eagerly. :func:`build_model_runner`
+applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
+import logging
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -22,12 +26,15 @@ import torch
 
 from . import ops, platforms
 from .compilation.buffers import InputBuffers
-from .compilation.capture_sizes import padded_batch_size
+from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
+from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
 from .utils import resolve_obj_by_qualname
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -130,3 +137,45 @@ class ModelRunner:
         ends = itertools.accumulate(s.num_new_tokens for s in batch.scheduled)
         last_rows = [end - 1 for end, s in zip(ends, batch.scheduled) if s.samples]
         return self.model.compute_logits(hidden[torch.tensor(last_rows, dtype=torch.long, device=self.device)])
+
+
+def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:
+    """The graph wrapper of the platform whose kernels run: the current platform's, or, when ``backend=``
+    picked another platform's kernels (the npu kernels under the emulation), that platform's."""
+    if backend == platform.kernel_backend:
+        return platform.get_static_graph_wrapper_cls()
+    owner = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "PLATFORM", None)
+    return resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
+
+
+def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backend: str | None, *,
+                       platform: platforms.Platform, enforce_eager: bool | None, capture_sizes: Sequence[int] | None,
+                       max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int) -> ModelRunner:
+    """A model runner, with its decode graphs captured unless ``enforce_eager`` is not False (None = eager).
+
+    ``capture_sizes`` None means vLLM's default schedule; the wrapper may cap them (Ascend's stream budget).
+    Kernels that cannot be captured (they read the host or have data-dependent shapes, as MoE kernels
+    that loop over experts do on the CPU) make the runner eager, with a RuntimeWarning naming the operation.
+    """
+    options = dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                   max_model_len=max_model_len)
+    if enforce_eager is not False:
+        return ModelRunner(model, num_blocks, block_size, backend, **options)
+    kernels = ops.current_backend(backend)
+    wrapper = graph_wrapper_for(platform, kernels)
+    if wrapper is None:
+        raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
+                         f"for the {kernels!r} kernels; use enforce_eager=True")
+    sizes = capture_sizes or default_capture_sizes(max_num_seqs, max_num_batched_tokens)
+    sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
+    runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
+                         **options)
+    try:
+        seconds = runner.capture_graphs()
+    except GraphCaptureError as exc:
+        warnings.warn(f"this model's kernels cannot be captured in a graph on the {kernels!r} backend, so it runs "
+                      f"eagerly: {exc}", RuntimeWarning, stacklevel=2)
+        return ModelRunner(model, num_blocks, block_size, backend, **options)
+    logger.info("Captured %d decode graphs (batch sizes %s) with %s in %.2f s", len(sizes), sizes,
+                wrapper.rpartition(".")[2], seconds)
+    return runner

@@ -11,8 +11,12 @@ As vllm-ascend v0.11.0 does (``compilation/acl_graph.py``, ``attention/attention
   graph waits on, and saves its arguments in :class:`GraphParams`;
 - after launching each replay, :func:`update_attn_params` re-issues every layer's task with the step's
   real lengths (``graph_task_update_begin``/``_end`` on an update stream) and records its event, which
-  lets the graph run that layer;
+  lets the graph run that layer. Block tables need no update: the task reads them from the persistent
+  buffer, which the model runner filled before the replay;
 - the number of graphs is capped by the stream budget (:func:`update_aclgraph_sizes`).
+
+The same calls (task groups, ``ExternalEvent``, ``graph_task_update_begin``) are in vllm-ascend at
+HEAD 182b75ea (2026-08-22), where the update moved into ``AscendAttentionBackendImpl.update_graph_params``.
 
 torch_npu is imported when first used, so this module imports anywhere.
 """

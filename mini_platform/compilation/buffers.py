@@ -4,7 +4,8 @@ A captured graph reads its inputs from fixed addresses, so the model runner neve
 tensors: it copies each step's values into these buffers and hands the model slices of them
 (``input_ids[:num_tokens]``), as vLLM's GPU model runner does. A step padded up to a capture size
 gets padding after its real rows: token 0 at position 0 with slot -1 (its K/V is never written),
-and requests of length 0 with one padding token each and an all-zero block table row.
+and requests of length 0 with one padding token each and an all-zero block table row. Block-table
+columns past the step's longest row keep earlier values: valid block ids, never read unmasked.
 """
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ class InputBuffers:
         put(self.slot_mapping, slots + [PAD_SLOT_ID] * pad_t)
         put(self.seq_lens, seq_lens + [0] * pad_b)
         put(self.query_start_loc, starts)
-        rows = [row + [0] * (width - len(row)) for row in block_tables] + [[0] * width] * pad_b
-        put(self.block_tables, rows)
+        used = max(map(len, block_tables), default=1)  # O(B x longest row), not O(B x max_blocks_per_seq)
+        rows = [row + [0] * (used - len(row)) for row in block_tables] + [[0] * used] * pad_b
+        self.block_tables[:num_seqs, :used].copy_(torch.tensor(rows, dtype=torch.int32), non_blocking=True)
 
     def metadata(self, num_tokens: int, num_seqs: int, max_query_len: int) -> AttentionMetadata:
         """Views of the first ``num_tokens`` tokens and ``num_seqs`` requests."""

@@ -74,8 +74,13 @@ class AtenNode:
         # results of in-place ops) already point at the right memory.
         self.copy_back = [i for i, t in enumerate(self.outputs) if t.untyped_storage().data_ptr() not in storages]
         self.needed = writes or bool(self.copy_back)  # a pure view does no work at replay
+        # Where the op has an ``out=`` form, replay writes straight into the captured output.
+        self.out_op = _out_variant(func) if self.single and self.copy_back else None
 
     def run(self) -> None:
+        if self.out_op is not None:
+            self.out_op(*self.args, **self.kwargs, out=self.outputs[0])
+            return
         out = self.func(*self.args, **self.kwargs)
         if self.single:
             if self.copy_back:
@@ -87,6 +92,18 @@ class AtenNode:
 
     def __repr__(self) -> str:
         return f"AtenNode({self.func})"
+
+
+def _out_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """``aten.mul.out`` for ``aten.mul.Tensor`` (``<overload>_out`` or ``out``): the same arguments plus ``out``."""
+    packet, name = func.overloadpacket, func._overloadname
+    names = [a.name for a in func._schema.arguments]
+    for candidate in ("out" if name == "default" else f"{name}_out", "out"):
+        op = getattr(packet, candidate, None)
+        if op is not None and [a.name for a in op._schema.arguments if not a.is_out] == names \
+                and sum(a.is_out for a in op._schema.arguments) == 1:
+            return op
+    return None
 
 
 class Graph:
@@ -217,4 +234,5 @@ def _check_capturable(func: torch._ops.OpOverload, args: tuple, kwargs: dict) ->
     if packet in ("aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"):
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
         if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
-            raise GraphCaptureError(f"{full} with a boolean mask", "a mask index has a data-dependent number of elements")
+            raise GraphCaptureError(f"{full} with a boolean mask",
+                                    "a mask index has a data-dependent number of elements")

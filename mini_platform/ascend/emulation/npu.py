@@ -4,7 +4,8 @@ Names and signatures as torch_npu's ``torch_npu/npu/graphs.py`` (Ascend/pytorch 
 vllm-ascend v0.11.0 calls them (``compilation/acl_graph.py``, ``attention/attention_v1.py``):
 ``NPUGraph().replay()``, ``with torch.npu.graph(g, pool=...)``, ``graph_pool_handle()``,
 ``is_current_stream_capturing()``, ``graph_task_group_begin(stream)`` / ``handle = graph_task_group_end(stream)``,
-``graph_task_update_begin(stream, handle)`` / ``graph_task_update_end(stream)``, ``ExternalEvent().wait/reset/record(stream)``.
+``graph_task_update_begin(stream, handle)`` / ``graph_task_update_end(stream)``,
+``ExternalEvent().wait/reset/record(stream)``.
 
 The graph is the CPU graph of :mod:`mini_platform.ops.graph`, so capture records every aten call; each
 emulated torch_npu op (a device kernel) is recorded as one opaque *task* with its tensors by reference
