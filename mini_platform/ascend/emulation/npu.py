@@ -45,9 +45,6 @@ class Stream:
     def synchronize(self) -> None:
         synchronize()
 
-    def wait_stream(self, stream: Stream) -> None:
-        pass
-
 
 _default_stream = Stream()
 _blocked: dict[NPUGraph, int] = {}       # replays waiting on an event -> index of the waiting node
@@ -162,6 +159,9 @@ def graph_task_update_end(s: Stream) -> None:
         raise RuntimeError("graph_task_update_end without graph_task_update_begin")
     if not _update:
         raise RuntimeError("graph_task_update_end: no kernel was issued since graph_task_update_begin")
+    old_tasks = [node for node in _update_handle.nodes if isinstance(node, _Task)]
+    for old, new in zip(old_tasks, _update):  # a re-issued kernel writes where the captured one wrote
+        new.outputs = old.outputs
     _update_handle.nodes, _update, _update_handle = _update, None, None
 
 
