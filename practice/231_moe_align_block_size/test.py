@@ -56,11 +56,8 @@ def test_random_routing(seed):
     weights = [rng.random() ** 3 for _ in range(num_experts)]        # skewed: some experts stay empty
     topk_ids = []
     for _ in range(rng.randint(0, 40)):
-        row = []
-        while len(row) < top_k:
-            e = rng.choices(range(num_experts), weights)[0]
-            if e not in row:
-                row.append(e)
+        left = list(range(num_experts))
+        row = [left.pop(rng.choices(range(len(left)), [weights[e] for e in left])[0]) for _ in range(top_k)]
         topk_ids.append(row)
     expert_map = None
     if seed % 3 == 0:
