@@ -76,6 +76,14 @@ def hf_tokens(checkpoints):
     return generate
 
 
+@pytest.fixture
+def kernel_backend(request):
+    """``cpu``, or ``npu`` inside the torch_npu emulation (skipped where a real torch_npu is installed)."""
+    if request.param == "npu":
+        request.getfixturevalue("emulated_npu")
+    return request.param
+
+
 def prompts(seed: int, lengths: list[int]) -> list[list[int]]:
     rng = random.Random(seed)
     return [[rng.randrange(3, VOCAB) for _ in range(n)] for n in lengths]
@@ -140,18 +148,23 @@ def test_engine_matches_transformers(checkpoints, hf_tokens, name):
     assert_engine_matches(llm, name, batch, hf_tokens)
 
 
+@pytest.mark.parametrize("kernel_backend", ["cpu", "npu"], indirect=True)
 @pytest.mark.parametrize("name", ["mixtral-e4-k2", "qwen2moe-shared-norm-dense-layer1"])
-def test_engine_under_preemption_matches_transformers(checkpoints, hf_tokens, name):
+def test_engine_under_preemption_matches_transformers(checkpoints, hf_tokens, name, kernel_backend):
     batch = prompts(1, [9, 14, 6, 11])
-    llm = LLM(checkpoints[name][0], block_size=4, num_kv_blocks=9, enable_prefix_caching=False, backend="cpu")
+    block_size = 16 if kernel_backend == "npu" else 4     # ATB paged attention serves multiples of 16
+    llm = LLM(checkpoints[name][0], block_size=block_size, num_kv_blocks=9 if block_size == 4 else 3,
+              enable_prefix_caching=False, backend=kernel_backend)
     assert_engine_matches(llm, name, batch, hf_tokens)
     assert llm.engine.stats()["num_preemptions"] > 0
 
 
+@pytest.mark.parametrize("kernel_backend", ["cpu", "npu"], indirect=True)
 @pytest.mark.parametrize("name", ["mixtral-e8-k3-sharded", "qwen2moe-no-shared-sparse-step2"])
-def test_engine_with_chunked_prefill_matches_transformers(checkpoints, hf_tokens, name):
+def test_engine_with_chunked_prefill_matches_transformers(checkpoints, hf_tokens, name, kernel_backend):
     batch = prompts(2, [23, 4, 15])
-    llm = LLM(checkpoints[name][0], block_size=8, max_num_batched_tokens=5, backend="cpu")
+    llm = LLM(checkpoints[name][0], block_size=16 if kernel_backend == "npu" else 8, max_num_batched_tokens=5,
+              backend=kernel_backend)
     seen = []
     schedule = llm.engine.scheduler.schedule
     llm.engine.scheduler.schedule = lambda: seen.append(schedule()) or seen[-1]

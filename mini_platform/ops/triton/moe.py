@@ -11,7 +11,8 @@
 
 vLLM sources read (vllm-project/vllm): ``fused_moe/moe_align_block_size.py`` at commit 05be9924
 (docstring example, sentinel ``numel``, buffer ``numel + E*(block_size-1)``, ``expert_map`` applied to
-the per-block ids) and the ``fused_moe_kernel`` / ``fused_experts_impl`` of ``fused_moe/fused_moe.py``.
+the per-block ids) and ``fused_moe_kernel`` in ``fused_moe/fused_moe.py`` at commit 000d1458 (grouped
+pid ordering, rows ``offs_token // top_k``, B ``[E, N, K]``, zeros written for expert -1, routed weight in fp32).
 vLLM computes the alignment with a CUDA op; here it is vectorised torch (no host sync).
 
 Precision: fp32 weights, and every dtype under the Triton interpreter (which miscomputes bf16), are
