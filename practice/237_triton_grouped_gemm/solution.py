@@ -48,15 +48,15 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
     counts = torch.bincount(flat, minlength=num_experts)
     padded = (counts + block_size - 1) // block_size * block_size
     ends = torch.cumsum(padded, 0)
-    sorted_ids = torch.full((numel + num_experts * (block_size - 1),), numel, dtype=torch.int32)
-    expert_ids = torch.zeros(triton.cdiv(sorted_ids.numel(), block_size), dtype=torch.int32)
+    sorted_ids = torch.full((numel + num_experts * (block_size - 1),), numel, dtype=torch.int32, device=flat.device)
+    expert_ids = torch.zeros(triton.cdiv(sorted_ids.numel(), block_size), dtype=torch.int32, device=flat.device)
     for e in range(num_experts):
         start = int(ends[e] - padded[e])
         rows = torch.nonzero(flat == e).flatten()
         sorted_ids[start:start + rows.numel()] = rows.to(torch.int32)
         expert_ids[start // block_size:int(ends[e]) // block_size] = e
     if expert_map is not None:
-        expert_ids = expert_map.to(torch.int32)[expert_ids.long()]
+        expert_ids = expert_map.to(device=expert_ids.device, dtype=torch.int32)[expert_ids.long()]
     return sorted_ids, expert_ids, int(ends[-1]) if num_experts else 0
 
 
@@ -69,8 +69,8 @@ def grouped_gemm(a: torch.Tensor, b: torch.Tensor, topk_ids: torch.Tensor, topk_
     sorted_ids, expert_ids, num_post = moe_align_block_size(topk_ids, block_m, num_experts, expert_map)
     n, k = b.shape[1], b.shape[2]
     # NaN marks any row the kernel forgets to write
-    c = torch.full((num_tokens * top_k, n), float("nan"), dtype=a.dtype)
-    weights = (topk_weights if topk_weights is not None else torch.ones(num_tokens, top_k)).float().contiguous()
+    c = torch.full((num_tokens * top_k, n), float("nan"), dtype=a.dtype, device=a.device)
+    weights = (topk_weights if topk_weights is not None else torch.ones(num_tokens, top_k, device=a.device)).float().contiguous()
     grid = (num_post // block_m, triton.cdiv(n, 16))
     if grid[0]:
         grouped_gemm_kernel[grid](a, b, c, weights, sorted_ids, expert_ids, n, k, num_tokens * top_k,

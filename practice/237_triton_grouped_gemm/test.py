@@ -13,6 +13,14 @@ import torch  # noqa: E402
 
 from submission import grouped_gemm  # noqa: E402
 
+DEVICE = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+
+
+def run(a, b, ids, weights=None, expert_map=None, **kwargs):
+    """grouped_gemm on DEVICE (the GPU when there is one, else the CPU under the interpreter); result on the CPU."""
+    moved = [None if t is None else t.to(DEVICE) for t in (a, b, ids, weights, expert_map)]
+    return grouped_gemm(*moved, **kwargs).cpu()
+
 
 def reference(a, b, topk_ids, topk_weights=None, expert_map=None):
     """Row t*K+j = (w *) a[t] @ b[local]^T in float64; zeros for experts owned elsewhere."""
@@ -31,8 +39,8 @@ def test_example():
     a = torch.tensor([[1., 2.], [3., 4.]])
     b = torch.stack([torch.eye(2), 2 * torch.eye(2)])            # expert 0: identity, expert 1: doubles
     ids = torch.tensor([[1], [0]], dtype=torch.int32)
-    torch.testing.assert_close(grouped_gemm(a, b, ids), torch.tensor([[2., 4.], [3., 4.]]))
-    torch.testing.assert_close(grouped_gemm(a, b, ids, torch.tensor([[0.5], [1.0]])), torch.tensor([[1., 2.], [3., 4.]]))
+    torch.testing.assert_close(run(a, b, ids), torch.tensor([[2., 4.], [3., 4.]]))
+    torch.testing.assert_close(run(a, b, ids, torch.tensor([[0.5], [1.0]])), torch.tensor([[1., 2.], [3., 4.]]))
 
 
 def random_case(seed, tokens, top_k, num_experts, hidden, n, dtype=torch.float32):
@@ -53,26 +61,26 @@ def random_case(seed, tokens, top_k, num_experts, hidden, n, dtype=torch.float32
 ])
 def test_random_weighted(seed, tokens, top_k, num_experts, hidden, n, block_m):
     a, b, ids, weights = random_case(seed, tokens, top_k, num_experts, hidden, n)
-    got = grouped_gemm(a, b, ids, weights, block_m=block_m)
+    got = run(a, b, ids, weights, block_m=block_m)
     torch.testing.assert_close(got.double(), reference(a, b, ids, weights), atol=1e-5, rtol=1e-5)
 
 
 def test_unweighted():
     a, b, ids, _ = random_case(4, 7, 2, 5, 24, 20)
-    torch.testing.assert_close(grouped_gemm(a, b, ids).double(), reference(a, b, ids), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(run(a, b, ids).double(), reference(a, b, ids), atol=1e-5, rtol=1e-5)
 
 
 def test_expert_map_zeros_for_experts_elsewhere():
     a, b, ids, weights = random_case(5, 8, 2, 6, 20, 18)
     expert_map = torch.tensor([-1, 0, -1, 1, 2, -1], dtype=torch.int32)
     local_b = b[[1, 3, 4]]
-    got = grouped_gemm(a, local_b, ids, weights, expert_map)
+    got = run(a, local_b, ids, weights, expert_map)
     assert not torch.isnan(got).any()
     torch.testing.assert_close(got.double(), reference(a, local_b, ids, weights, expert_map), atol=1e-5, rtol=1e-5)
 
 
 def test_bf16_upcast():
     a, b, ids, weights = random_case(6, 6, 2, 4, 32, 32, dtype=torch.bfloat16)
-    got = grouped_gemm(a, b, ids, weights)
+    got = run(a, b, ids, weights)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.double(), reference(a, b, ids, weights), atol=2e-2, rtol=2e-2)
