@@ -126,11 +126,11 @@ class ModelRunner:
         self.graph_stats.capture_seconds = time.perf_counter() - start
         return self.graph_stats.capture_seconds
 
-    def graph_size(self, step: StepInput) -> int | None:
+    def graph_size(self, batch: SchedulerOutput) -> int | None:
         """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
-        if self.graphs is None or any(n != 1 for n in step.query_lens):
+        if self.graphs is None or any(s.num_new_tokens != 1 for s in batch.scheduled):
             return None
-        return padded_batch_size(len(step.query_lens), self.capture_sizes)
+        return padded_batch_size(len(batch.scheduled), self.capture_sizes)
 
     def prepare(self, step: StepInput,
                 pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
@@ -145,20 +145,21 @@ class ModelRunner:
 
     def execute(self, batch: SchedulerOutput, kv: KVCacheManager) -> torch.Tensor:
         """Run the step; returns fp32 logits ``[R, V]``, one row per scheduled request that samples."""
-        return self.execute_step(step_input(batch, kv))
+        return self.execute_step(step_input(batch, kv), self.graph_size(batch))
 
     @torch.inference_mode()
-    def execute_step(self, step: StepInput) -> torch.Tensor:
-        size = self.graph_size(step)
-        _, _, metadata = self.prepare(step, pad_to=size)
-        if size is None:
+    def execute_step(self, step: StepInput, graph_size: int | None = None) -> torch.Tensor:
+        """Run a flattened step: padded up to ``graph_size`` and replayed in that graph, or eagerly (None).
+        Tensor-parallel workers run the steps the driver sends them this way, eagerly."""
+        _, _, metadata = self.prepare(step, pad_to=graph_size)
+        if graph_size is None:
             hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
             if self.graphs is not None:
                 self.graph_stats.num_eager_steps += 1
         else:
-            hidden = self.graphs.replay(size, metadata)
+            hidden = self.graphs.replay(graph_size, metadata)
             self.graph_stats.num_graph_steps += 1
-            self.graph_stats.num_padded_tokens += size - len(step.seq_lens)
+            self.graph_stats.num_padded_tokens += graph_size - len(step.seq_lens)
         return self.model.compute_logits(hidden[torch.tensor(step.sample_rows, dtype=torch.long, device=self.device)])
 
 
