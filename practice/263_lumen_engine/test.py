@@ -1,0 +1,76 @@
+"""Stage 263: the engine serves a tiny Llama on the Lumen platform, token for token equal to transformers."""
+import pytest
+import torch
+
+import submission
+from capstone import harness
+from mini_platform import LLM, SamplingParams, ops, platforms
+
+PROMPTS = [[1, 17, 42, 99, 7], [1, 5], list(range(3, 43))]  # the last is longer than a 32-token block
+GREEDY = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    import transformers as tf
+
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                            initializer_range=0.1, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    model = tf.LlamaForCausalLM(config).eval()
+    model.save_pretrained(path)
+    expected = []
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            out = model.generate(torch.tensor([prompt]), max_new_tokens=GREEDY.max_tokens, do_sample=False,
+                                 min_new_tokens=GREEDY.max_tokens, pad_token_id=0)
+            expected.append(out[0, len(prompt):].tolist())
+    return path, expected
+
+
+@pytest.fixture(scope="module")
+def lumen():
+    harness.activate(harness.install(submission.PROJECT))
+    mp = pytest.MonkeyPatch()
+    for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
+                 "LUMEN_VISIBLE_DEVICES"):
+        mp.delenv(name, raising=False)
+    mp.setenv("LUMEN_DEVICE_ROOT", str(harness.fake_device_root("lumen0")))
+    mp.setenv("MINI_PLATFORM", "lumen")
+    platforms.clear_current_platform()
+    torch.set_num_threads(1)
+    yield
+    platforms.clear_current_platform()
+    mp.undo()
+
+
+def generate(checkpoint, **options):
+    path, _ = checkpoint
+    llm = LLM(path, block_size=options.pop("block_size", 32), num_kv_blocks=16, **options)
+    return llm, [out.token_ids for out in llm.generate(PROMPTS, GREEDY)]
+
+
+def test_example_serves_a_tiny_llama_like_transformers(lumen, checkpoint):
+    llm, tokens = generate(checkpoint, enforce_eager=True)
+    assert type(platforms.current_platform).__name__ == "LumenPlatform"
+    assert ops.current_backend() == "lumen"
+    assert type(llm.engine.runner.attention).__module__ == "lumen_npu.attention"
+    assert tokens == checkpoint[1]
+
+
+def test_chunked_prefills_and_decodes_in_one_batch(lumen, checkpoint):
+    _, tokens = generate(checkpoint, enforce_eager=True, max_num_batched_tokens=16, block_size=64)
+    assert tokens == checkpoint[1]
+
+
+def test_decode_graphs_replay_like_transformers(lumen, checkpoint):
+    llm, tokens = generate(checkpoint, enforce_eager=False, cudagraph_capture_sizes=[1, 2, 4])
+    assert llm.engine.stats()["num_graph_steps"] > 0, "no decode step replayed a graph"
+    assert tokens == checkpoint[1]
+
+
+def test_an_unsupported_block_size_is_refused_before_loading(lumen, checkpoint):
+    with pytest.raises(ValueError, match="block_size=16"):
+        LLM(checkpoint[0], block_size=16)
