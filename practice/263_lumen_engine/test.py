@@ -1,10 +1,13 @@
 """Stage 263: the engine serves a tiny Llama on the Lumen platform, token for token equal to transformers."""
+import sys
+
 import pytest
 import torch
 
 import submission
 from capstone import harness
 from mini_platform import LLM, SamplingParams, ops, platforms
+from mini_platform.model.paged_attention import AttentionMetadata, allocate_kv_caches
 
 PROMPTS = [[1, 17, 42, 99, 7], [1, 5], list(range(3, 43))]  # the last is longer than a 32-token block
 GREEDY = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
@@ -74,3 +77,50 @@ def test_decode_graphs_replay_like_transformers(lumen, checkpoint):
 def test_an_unsupported_block_size_is_refused_before_loading(lumen, checkpoint):
     with pytest.raises(ValueError, match="block_size=16"):
         LLM(checkpoint[0], block_size=16)
+
+
+SPY = """
+from mini_platform.ops.cpu import attention as cpu
+CALLS = []
+
+
+def reshape_and_cache(*args):
+    CALLS.append("reshape_and_cache")
+    return cpu.reshape_and_cache(*args)
+
+
+def paged_attention(*args):
+    CALLS.append("paged_attention")
+    return cpu.paged_attention(*args)
+
+
+def paged_decode_attention(*args):
+    CALLS.append("paged_decode_attention")
+    return cpu.paged_decode_attention(*args)
+"""
+
+
+def test_attention_uses_its_backend_and_the_decode_kernel_for_decodes(lumen, tmp_path):
+    (tmp_path / "spy_kernels").mkdir()
+    (tmp_path / "spy_kernels" / "__init__.py").write_text("")
+    (tmp_path / "spy_kernels" / "attention.py").write_text(SPY)
+    sys.path.insert(0, str(tmp_path))
+    ops.register_backend("spy", "spy_kernels")
+    from lumen_npu.attention import LumenAttention
+    from spy_kernels.attention import CALLS
+
+    g = torch.Generator().manual_seed(7)
+    caches = allocate_kv_caches(2, 4, 32, 2, 16, torch.float32)
+    attention = LumenAttention(caches, backend="spy")
+    i32 = lambda values: torch.tensor(values, dtype=torch.int32)  # noqa: E731
+    # A prompt of 3 tokens, then one decode step of the same request, in layer 1.
+    steps = [AttentionMetadata(i32([32, 33, 34]), i32([[1, 0]]), i32([0, 3]), i32([3]), 3),
+             AttentionMetadata(i32([35]), i32([[1, 0]]), i32([0, 1]), i32([4]), 1)]
+    for md in steps:
+        n = md.slot_mapping.shape[0]
+        attention.metadata = md
+        out = attention(1, torch.randn(n, 4, 16, generator=g), torch.randn(n, 2, 16, generator=g),
+                        torch.randn(n, 2, 16, generator=g))
+        assert out.shape == (n, 4, 16)
+    assert CALLS == ["reshape_and_cache", "paged_attention", "reshape_and_cache", "paged_decode_attention"]
+    assert caches[1][0].abs().sum() > 0 and caches[0][0].abs().sum() == 0  # layer 1's cache, not layer 0's
