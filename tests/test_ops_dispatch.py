@@ -107,3 +107,23 @@ def test_register_backend_rejects_bad_names_and_takeovers(monkeypatch, name, pac
     with pytest.raises(ValueError, match=match):
         ops.register_backend(name, package)
     assert ops.BACKEND_PACKAGES["cpu"] == "mini_platform.ops.cpu"
+
+
+def test_unregister_backend_forgets_the_package(monkeypatch, tmp_path):
+    # A process that installs a second build of a plugin (the judge runs several submissions in one process)
+    # must get the new kernels, not ones looked up before.
+    monkeypatch.setattr(ops, "BACKEND_PACKAGES", dict(ops.BACKEND_PACKAGES))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for version in ("one", "two"):
+        (tmp_path / f"vendor_{version}").mkdir()
+        (tmp_path / f"vendor_{version}" / "__init__.py").write_text("")
+        (tmp_path / f"vendor_{version}" / "activation.py").write_text(f"def silu_and_mul(x):\n    return {version!r}\n")
+    ops.register_backend("vendor", "vendor_one")
+    assert ops.silu_and_mul(torch.ones(1, 4), backend="vendor") == "one"
+    ops.unregister_backend("vendor")
+    with pytest.raises(ValueError, match="unknown kernel backend 'vendor'"):
+        ops.silu_and_mul(torch.ones(1, 4), backend="vendor")
+    ops.register_backend("vendor", "vendor_two")
+    assert ops.silu_and_mul(torch.ones(1, 4), backend="vendor") == "two"
+    with pytest.raises(ValueError, match="built-in"):
+        ops.unregister_backend("cpu")

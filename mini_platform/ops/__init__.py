@@ -31,6 +31,8 @@ BACKEND_PACKAGES = {
     "npu": "mini_platform.ascend.ops",
 }
 
+_BUILTIN_BACKENDS = frozenset(BACKEND_PACKAGES)
+
 # kernel name -> module (inside each backend package) that defines a function of the same name.
 KERNEL_MODULES = {
     "rms_norm": "layernorm",
@@ -83,6 +85,14 @@ def register_backend(name: str, package: str) -> None:
     if registered is not None and registered != package:
         raise ValueError(f"kernel backend {name!r} is already served by {registered!r}; pick another name")
     BACKEND_PACKAGES[name] = package
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend added with :func:`register_backend` (tests, notebooks); the built-in ones stay.
+    The next kernel lookup of ``name`` sees whatever is registered then."""
+    if name in _BUILTIN_BACKENDS:
+        raise ValueError(f"{name!r} is a built-in kernel backend and cannot be unregistered")
+    BACKEND_PACKAGES.pop(name, None)
 
 
 def _check_backend(name: str) -> None:

@@ -1,5 +1,7 @@
 """Stage 263: the engine serves a tiny Llama on the Lumen platform, token for token equal to transformers."""
+import importlib
 import sys
+import uuid
 
 import pytest
 import torch
@@ -101,17 +103,18 @@ def paged_decode_attention(*args):
 
 
 def test_attention_uses_its_backend_and_the_decode_kernel_for_decodes(lumen, tmp_path):
-    (tmp_path / "spy_kernels").mkdir()
-    (tmp_path / "spy_kernels" / "__init__.py").write_text("")
-    (tmp_path / "spy_kernels" / "attention.py").write_text(SPY)
+    spy = f"spy_{uuid.uuid4().hex[:12]}"  # a fresh backend, whatever ran before in this process
+    (tmp_path / spy).mkdir()
+    (tmp_path / spy / "__init__.py").write_text("")
+    (tmp_path / spy / "attention.py").write_text(SPY)
     sys.path.insert(0, str(tmp_path))
-    ops.register_backend("spy", "spy_kernels")
+    ops.register_backend(spy, spy)
     from lumen_npu.attention import LumenAttention
-    from spy_kernels.attention import CALLS
+    CALLS = importlib.import_module(f"{spy}.attention").CALLS
 
     g = torch.Generator().manual_seed(7)
     caches = allocate_kv_caches(2, 4, 32, 2, 16, torch.float32)
-    attention = LumenAttention(caches, backend="spy")
+    attention = LumenAttention(caches, backend=spy)
     i32 = lambda values: torch.tensor(values, dtype=torch.int32)  # noqa: E731
     # A prompt of 3 tokens, then one decode step of the same request, in layer 1.
     steps = [AttentionMetadata(i32([32, 33, 34]), i32([[1, 0]]), i32([0, 3]), i32([3]), 3),

@@ -9,6 +9,7 @@ folder and is put on ``sys.path`` only by whoever uses it.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 SKELETON = REPO / "practice" / "capstone" / "starter"
 REFERENCE = REPO / "practice" / "capstone" / "solution"
 WORKSPACE_PROJECT = "practice/workspace/lumen-npu"
+PACKAGE, KERNEL_BACKEND, SITE_PREFIX = "lumen_npu", "lumen", "lumen-site-"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info")
 
 
@@ -64,7 +66,7 @@ def install(project: str | os.PathLike) -> Path:
     meta = config.get("project", {})
     if not meta.get("name") or not meta.get("version"):
         raise ProjectError("pyproject.toml needs [project] with a name and a version")
-    site = _temp_dir("lumen-site-")
+    site = _temp_dir(SITE_PREFIX)
     for package in _packages(root, config):
         source = root / package.replace(".", "/")
         if not (source / "__init__.py").is_file():
@@ -88,9 +90,22 @@ def install(project: str | os.PathLike) -> Path:
 
 
 def activate(site: Path) -> None:
-    """Put ``site`` first on ``sys.path`` (this process only), as if the project were installed there."""
-    if str(site) not in sys.path:
-        sys.path.insert(0, str(site))
+    """Make ``site`` this process's installed plugin, as if the process had just started with it there.
+
+    The judge may run several submissions in one process (``judge.py check``), so whatever an earlier
+    project left behind is forgotten first: its site directory and ``lumen_npu`` modules, the resolved
+    platform, the ``lumen`` kernel backend and the record that the general plugins ran.
+    """
+    from mini_platform import ops, platforms, plugins
+
+    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not Path(p).name.startswith(SITE_PREFIX)]
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    platforms.clear_current_platform()
+    plugins.clear_general_plugins()
+    ops.unregister_backend(KERNEL_BACKEND)
 
 
 def fake_device_root(*nodes: str) -> Path:
