@@ -16,23 +16,9 @@ GREEDY = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    import transformers as tf
-
-    torch.manual_seed(0)
-    config = tf.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                            initializer_range=0.1, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
-    path = tmp_path_factory.mktemp("tiny-llama")
-    model = tf.LlamaForCausalLM(config).eval()
-    model.save_pretrained(path)
-    expected = []
-    with torch.no_grad():
-        for prompt in PROMPTS:
-            out = model.generate(torch.tensor([prompt]), max_new_tokens=GREEDY.max_tokens, do_sample=False,
-                                 min_new_tokens=GREEDY.max_tokens, pad_token_id=0)
-            expected.append(out[0, len(prompt):].tolist())
-    return path, expected
+def checkpoint():
+    """A tiny random Llama and transformers' greedy output for PROMPTS (the reference)."""
+    return harness.tiny_llama(tuple(map(tuple, PROMPTS)), GREEDY.max_tokens)
 
 
 @pytest.fixture(scope="module")

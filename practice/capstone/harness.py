@@ -9,6 +9,7 @@ folder and is put on ``sys.path`` only by whoever uses it.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import shutil
@@ -127,3 +128,24 @@ def mutate(project: str | os.PathLike, file: str, old: str, new: str) -> str:
         raise ValueError(f"{old!r} occurs {text.count(old)} times in {file}, not once")
     target.write_text(text.replace(old, new), encoding="utf-8")
     return str(copy)
+
+
+@functools.cache
+def tiny_llama(prompts: tuple[tuple[int, ...], ...], max_tokens: int) -> tuple[Path, list[list[int]]]:
+    """A tiny random Llama saved as a checkpoint, and transformers' greedy continuations of ``prompts``
+    (``max_tokens`` each, EOS ignored): the reference the engine on Lumen must match. Built once per process."""
+    import torch
+    import transformers as tf
+
+    tf.utils.logging.disable_progress_bar()
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                            initializer_range=0.1, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    model = tf.LlamaForCausalLM(config).eval()
+    path = _temp_dir("tiny-llama-")
+    model.save_pretrained(path)
+    with torch.no_grad():
+        expected = [model.generate(torch.tensor([list(p)]), max_new_tokens=max_tokens, min_new_tokens=max_tokens,
+                                   do_sample=False, pad_token_id=0)[0, len(p):].tolist() for p in prompts]
+    return path, expected
