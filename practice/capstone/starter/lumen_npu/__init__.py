@@ -11,12 +11,12 @@ This module is imported to run the detector, so it imports neither torch nor the
 from __future__ import annotations
 
 import os
-import re
+import re  # noqa: F401
 from pathlib import Path
 
 # Where the detector looks for /dev ("/" unless set; tests point it at a fake tree).
 DEVICE_ROOT_ENV = "LUMEN_DEVICE_ROOT"
-_DEVICE_NODE = re.compile(r"^lumen(\d+)$")  # lumen_ctl is the control node, not a device
+# TODO(stage 260): a pattern for device node names: lumen0, lumen12, ... but not lumen_ctl (the control node).
 
 
 def device_root() -> Path:
