@@ -69,3 +69,11 @@ def load_general_plugins(env: Mapping[str, str] | None = None) -> None:
                 func()
             except Exception as exc:
                 logger.warning("General plugin %s raised %s: %s", name, type(exc).__name__, exc)
+
+
+def clear_general_plugins() -> None:
+    """Forget that the general plugins ran, so the next :func:`load_general_plugins` runs them again
+    (tests and notebooks that install a plugin after the first run)."""
+    global _general_loaded
+    with _general_lock:
+        _general_loaded = False

@@ -9,6 +9,9 @@ lives and imports the backend module on first use:
 | ``triton`` | ``mini_platform.ops.triton`` | NVIDIA GPUs (on CPU only under ``TRITON_INTERPRET=1``) |
 | ``npu`` | ``mini_platform.ascend.ops`` | Ascend NPUs, through torch_npu as vllm-ascend calls it |
 
+An out-of-tree platform adds its own backend with :func:`register_backend` (from a general plugin,
+before the engine starts) and names it in its ``kernel_backend``.
+
 The backend is, in order: the ``backend=`` argument, the innermost :func:`use_backend` block, the
 ``MINI_PLATFORM_KERNEL_BACKEND`` variable, ``current_platform.kernel_backend``. A backend that lacks
 a kernel raises :class:`KernelUnavailableError`; there is never a silent fallback to another backend.
@@ -27,6 +30,8 @@ BACKEND_PACKAGES = {
     "triton": "mini_platform.ops.triton",
     "npu": "mini_platform.ascend.ops",
 }
+
+_BUILTIN_BACKENDS = frozenset(BACKEND_PACKAGES)
 
 # kernel name -> module (inside each backend package) that defines a function of the same name.
 KERNEL_MODULES = {
@@ -64,6 +69,30 @@ def use_backend(name: str) -> Iterator[None]:
         yield
     finally:
         stack.pop()
+
+
+def register_backend(name: str, package: str) -> None:
+    """Add kernel backend ``name``, served by ``package``: one module per kernel family, named as in
+    ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``), each defining the
+    kernels of the same names. Nothing is imported until a kernel is first asked for. Registering a name
+    again with the same package does nothing; with another package it is an error (built-ins included).
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a kernel backend name must be a Python identifier, got {name!r}")
+    if not isinstance(package, str) or not all(part.isidentifier() for part in package.split(".")):
+        raise ValueError(f"package must be a dotted module path such as 'my_plugin.ops', got {package!r}")
+    registered = BACKEND_PACKAGES.get(name)
+    if registered is not None and registered != package:
+        raise ValueError(f"kernel backend {name!r} is already served by {registered!r}; pick another name")
+    BACKEND_PACKAGES[name] = package
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend added with :func:`register_backend` (tests, notebooks); the built-in ones stay.
+    The next kernel lookup of ``name`` sees whatever is registered then."""
+    if name in _BUILTIN_BACKENDS:
+        raise ValueError(f"{name!r} is a built-in kernel backend and cannot be unregistered")
+    BACKEND_PACKAGES.pop(name, None)
 
 
 def _check_backend(name: str) -> None:

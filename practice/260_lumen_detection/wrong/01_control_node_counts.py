@@ -1,0 +1,7 @@
+# Mistake: the device-node pattern has no digits or end anchor, so the control node lumen_ctl counts as a device.
+"""The reference Lumen project with one change in lumen_npu/__init__.py."""
+from capstone.harness import REFERENCE, mutate
+
+PROJECT = mutate(REFERENCE, 'lumen_npu/__init__.py',
+                 '_DEVICE_NODE = re.compile(r"^lumen(\\d+)$")',
+                 '_DEVICE_NODE = re.compile(r"^lumen")')

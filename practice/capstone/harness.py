@@ -1,0 +1,151 @@
+"""Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-263).
+
+:func:`install` does for a pure-Python project what ``pip install --no-deps --target SITE`` does with
+its wheel: it copies the project's packages into ``SITE`` and writes ``<name>-<version>.dist-info/``
+with ``METADATA`` and ``entry_points.txt`` from ``pyproject.toml``. Nothing is built, nothing is
+downloaded, and the learner's environment is never touched: the site directory lives in a temporary
+folder and is put on ``sys.path`` only by whoever uses it.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SKELETON = REPO / "practice" / "capstone" / "starter"
+REFERENCE = REPO / "practice" / "capstone" / "solution"
+WORKSPACE_PROJECT = "practice/workspace/lumen-npu"
+PACKAGE, KERNEL_BACKEND, SITE_PREFIX = "lumen_npu", "lumen", "lumen-site-"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info")
+
+
+class ProjectError(AssertionError):
+    """The project cannot be installed; the message says what to fix (a failed stage, not a crash)."""
+
+
+def project_dir(project: str | os.PathLike) -> Path:
+    """``project`` as a folder: absolute, or relative to the repository root."""
+    path = Path(project)
+    path = path if path.is_absolute() else REPO / path
+    if not (path / "pyproject.toml").is_file():
+        hint = (f"\n  make your copy of the skeleton once:  cp -r practice/capstone/starter {WORKSPACE_PROJECT}"
+                if str(project) == WORKSPACE_PROJECT else "")
+        raise ProjectError(f"no plugin project at {path} (no pyproject.toml there){hint}")
+    return path
+
+
+def _temp_dir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def _packages(root: Path, config: dict) -> list[str]:
+    """The packages to install, as setuptools picks them: ``[tool.setuptools] packages`` when given (each
+    listed package alone, its subpackages only if listed too), else every package found under the root."""
+    listed = config.get("tool", {}).get("setuptools", {}).get("packages")
+    if listed is not None:
+        return list(listed)
+    return sorted(".".join(p.parent.relative_to(root).parts) for p in root.glob("*/**/__init__.py")
+                  if "__pycache__" not in p.parts)
+
+
+def install(project: str | os.PathLike) -> Path:
+    """Install ``project`` into a new temporary site directory; returns that directory."""
+    root = project_dir(project)
+    try:
+        config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ProjectError(f"{root / 'pyproject.toml'} is not valid TOML: {exc}") from None
+    meta = config.get("project", {})
+    if not meta.get("name") or not meta.get("version"):
+        raise ProjectError("pyproject.toml needs [project] with a name and a version")
+    site = _temp_dir(SITE_PREFIX)
+    for package in _packages(root, config):
+        source = root / package.replace(".", "/")
+        if not (source / "__init__.py").is_file():
+            raise ProjectError(f"pyproject.toml lists the package {package!r}, but {source} has no __init__.py")
+        target = site / package.replace(".", "/")
+        target.mkdir(parents=True, exist_ok=True)
+        for module in source.glob("*.py"):
+            shutil.copyfile(module, target / module.name)
+    name, version = meta["name"], meta["version"]
+    dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    groups = meta.get("entry-points", {})
+    lines = []
+    for group, entries in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{key} = {value}" for key, value in entries.items()]
+        lines.append("")
+    (dist_info / "entry_points.txt").write_text("\n".join(lines))
+    return site
+
+
+def activate(site: Path) -> None:
+    """Make ``site`` this process's installed plugin, as if the process had just started with it there.
+
+    The judge may run several submissions in one process (``judge.py check``), so whatever an earlier
+    project left behind is forgotten first: its site directory and ``lumen_npu`` modules, the resolved
+    platform, the ``lumen`` kernel backend and the record that the general plugins ran.
+    """
+    from mini_platform import ops, platforms, plugins
+
+    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not Path(p).name.startswith(SITE_PREFIX)]
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    platforms.clear_current_platform()
+    plugins.clear_general_plugins()
+    ops.unregister_backend(KERNEL_BACKEND)
+
+
+def fake_device_root(*nodes: str) -> Path:
+    """A folder with ``dev/<node>`` files, for the detector's ``LUMEN_DEVICE_ROOT``."""
+    root = _temp_dir("lumen-root-")
+    (root / "dev").mkdir()
+    for node in nodes:
+        (root / "dev" / node).touch()
+    return root
+
+
+def mutate(project: str | os.PathLike, file: str, old: str, new: str) -> str:
+    """A copy of ``project`` with ``old`` replaced by ``new`` (exactly once) in ``file``: a wrong solution."""
+    copy = _temp_dir("lumen-wrong-") / "project"
+    shutil.copytree(project_dir(project), copy, ignore=_IGNORED)
+    target = copy / file
+    text = target.read_text(encoding="utf-8")
+    if text.count(old) != 1:
+        raise ValueError(f"{old!r} occurs {text.count(old)} times in {file}, not once")
+    target.write_text(text.replace(old, new), encoding="utf-8")
+    return str(copy)
+
+
+@functools.cache
+def tiny_llama(prompts: tuple[tuple[int, ...], ...], max_tokens: int) -> tuple[Path, list[list[int]]]:
+    """A tiny random Llama saved as a checkpoint, and transformers' greedy continuations of ``prompts``
+    (``max_tokens`` each, EOS ignored): the reference the engine on Lumen must match. Built once per process."""
+    import torch
+    import transformers as tf
+
+    tf.utils.logging.disable_progress_bar()
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                            initializer_range=0.1, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    model = tf.LlamaForCausalLM(config).eval()
+    path = _temp_dir("tiny-llama-")
+    model.save_pretrained(path)
+    with torch.no_grad():
+        expected = [model.generate(torch.tensor([list(p)]), max_new_tokens=max_tokens, min_new_tokens=max_tokens,
+                                   do_sample=False, pad_token_id=0)[0, len(p):].tolist() for p in prompts]
+    return path, expected

@@ -1,0 +1,57 @@
+"""The capstone harness (practice/capstone/harness.py): a plugin project is installed into a temporary
+site directory, never into the running environment, the way pip lays out a pure-Python wheel."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from importlib.metadata import distributions
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "practice"))
+from capstone import harness  # noqa: E402
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_install_leaves_the_project_and_the_environment_alone():
+    before = snapshot(harness.REFERENCE)
+    site = harness.install(harness.REFERENCE)
+    assert snapshot(harness.REFERENCE) == before
+    assert Path(tempfile.gettempdir()) in site.parents
+    assert str(site) not in sys.path and importlib.util.find_spec("lumen_npu") is None
+    [dist] = distributions(path=[str(site)])
+    assert dist.metadata["Name"] == "lumen-npu"
+    assert {(ep.group, ep.name, ep.value) for ep in dist.entry_points} == {
+        ("mini_platform.platform_plugins", "lumen", "lumen_npu:register"),
+        ("mini_platform.general_plugins", "lumen_kernels", "lumen_npu:register_kernels")}
+    assert (site / "lumen_npu" / "ops" / "layernorm.py").is_file()
+
+
+def test_install_takes_only_the_listed_packages():
+    project = harness.mutate(harness.REFERENCE, "pyproject.toml", 'packages = ["lumen_npu", "lumen_npu.ops"]',
+                             'packages = ["lumen_npu"]')
+    site = harness.install(project)
+    assert (site / "lumen_npu" / "platform.py").is_file()
+    assert not (site / "lumen_npu" / "ops").exists()
+
+
+def test_a_missing_project_says_how_to_make_one(monkeypatch, tmp_path):
+    monkeypatch.setattr(harness, "REPO", tmp_path)  # a clone where the learner has not made a copy yet
+    with pytest.raises(harness.ProjectError, match="cp -r practice/capstone/starter practice/workspace/lumen-npu"):
+        harness.project_dir(harness.WORKSPACE_PROJECT)
+    with pytest.raises(harness.ProjectError, match="no pyproject.toml"):
+        harness.install(Path(tempfile.mkdtemp()))
+
+
+def test_a_wrong_solution_changes_exactly_one_place():
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        harness.mutate(harness.REFERENCE, "lumen_npu/platform.py", "no such text", "x")
+    copy = Path(harness.mutate(harness.REFERENCE, "lumen_npu/platform.py", 'kernel_backend = "lumen"',
+                               'kernel_backend = "cpu"'))
+    assert 'kernel_backend = "cpu"' in (copy / "lumen_npu" / "platform.py").read_text()
+    assert 'kernel_backend = "lumen"' in (harness.REFERENCE / "lumen_npu" / "platform.py").read_text()
