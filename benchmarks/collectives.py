@@ -1,7 +1,7 @@
 """What tensor and expert parallelism cost in communication, per decode token, and what gloo delivers here.
 
 Part 1 is arithmetic on a model's config (no measurement): the bytes each rank *sends* per decode token
-for one forward, with the ring algorithms of NCCL/HCCL/gloo (an all-reduce of S bytes sends
+for one forward, counted as ring algorithms (an all-reduce of S bytes sends
 ``2 (N-1)/N S`` per rank, an all-gather or reduce-scatter ``(N-1)/N S``), and uniform expert routing
 for the all-to-all (a share ``(N-1)/N`` of each token's ``top_k`` rows goes to another rank). It follows
 mini_platform's layout: TP = one all-reduce after attention and one after the MLP (or the TP-split

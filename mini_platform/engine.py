@@ -267,8 +267,9 @@ class LLM:
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
     requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
     enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
-    tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With ``tensor_parallel_size > 1`` the model runs
-    in that many worker processes: ``close()`` them, or use ``with LLM(...) as llm:``.
+    tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
+    ``tensor_parallel_size > 1`` the model runs in that many worker processes: ``close()`` them, or use
+    ``with LLM(...) as llm:``.
     """
 
     def __init__(self, model: str | Path, **options: Any) -> None:

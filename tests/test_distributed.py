@@ -36,7 +36,8 @@ def prompts(seed: int, lengths: list[int], vocab: int = 257) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("dist")
-    return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3),
+    # biases on Q/K/V, O and the MLP: the row-parallel bias is added once, the column-parallel one is split
+    return {"llama": make_tiny_checkpoint(root / "llama", "llama", seed=3, attention_bias=True, mlp_bias=True),
             # tied embeddings: the vocabulary-parallel embedding is the LM head too
             "qwen2": make_tiny_checkpoint(root / "qwen2", "qwen2", seed=4, tie_word_embeddings=True),
             "mixtral": make_tiny_checkpoint(root / "mixtral", "mixtral", seed=5),
@@ -92,6 +93,9 @@ def test_each_rank_loads_only_its_shard(checkpoints, monkeypatch, tp):
         assert torch.equal(q, full[w + "q_proj.weight"][rank * shard.num_heads * hd:][:shard.num_heads * hd])
         assert torch.equal(k, full[w + "k_proj.weight"][kv_rows])
         assert torch.equal(v, full[w + "v_proj.weight"][kv_rows])
+        k_bias = attn.qkv_proj.bias[shard.num_heads * hd:(shard.num_heads + shard.num_kv_heads) * hd]
+        assert torch.equal(k_bias, full[w + "k_proj.bias"][kv_rows])
+        assert torch.equal(attn.o_proj.bias, full[w + "o_proj.bias"])  # whole on every rank, added by rank 0
         cols = config.q_size // tp
         assert torch.equal(attn.o_proj.weight, full[w + "o_proj.weight"][:, rank * cols:(rank + 1) * cols])
         inter = config.intermediate_size // tp
@@ -167,7 +171,8 @@ def _check_expert_parallel_exchange(ep) -> None:
     from mini_platform.model.moe import expert_map_for_rank, expert_owners
     g = torch.Generator().manual_seed(0)  # the same data on both ranks
     num_experts, hidden, inter, tokens = 5, 8, 6, 7
-    w13, w2 = torch.randn(num_experts, 2 * inter, hidden, generator=g), torch.randn(num_experts, hidden, inter, generator=g)
+    w13 = torch.randn(num_experts, 2 * inter, hidden, generator=g)
+    w2 = torch.randn(num_experts, hidden, inter, generator=g)
     x, router = torch.randn(tokens, hidden, generator=g), torch.randn(hidden, num_experts, generator=g)
     route = lambda h: ops.moe_topk_softmax(h @ router, 2, True)  # noqa: E731
     want = ops.fused_experts(x, w13, w2, *route(x))
@@ -256,6 +261,17 @@ def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):
     save_file(tensors, str(bad / "model.safetensors"))
     with pytest.raises(WorkerError, match=r"(?s)worker rank \d failed: .*CheckpointError.*up_proj"):
         LLM(bad, tensor_parallel_size=2)
+    assert not multiprocessing.active_children()
+
+
+def test_silent_workers_time_out_instead_of_hanging(checkpoints):
+    """A wait has a deadline: workers that cannot even start (a spawned interpreter imports torch first)
+    within 0.5 s are stopped, and the error says nobody answered."""
+    from mini_platform.distributed.executor import MultiprocExecutor
+    from mini_platform.distributed.worker import WorkerConfig
+    config = WorkerConfig(str(checkpoints["llama"]), 2, torch.float32, num_blocks=8, block_size=4, timeout_s=0.5)
+    with pytest.raises(WorkerError, match=r"during start-up.*\n.*no worker answered within 0.5 s"):
+        MultiprocExecutor(config)
     assert not multiprocessing.active_children()
 
 

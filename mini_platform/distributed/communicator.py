@@ -10,7 +10,7 @@ changes per platform is the backend string and the device, as in vLLM and vllm-a
 | ``all_reduce`` | ``x`` | the sum of every rank's ``x`` |
 | ``all_gather`` | ``x`` | every rank's ``x`` concatenated along ``dim``, rank 0 first |
 | ``reduce_scatter`` | ``x`` | this rank's slice (along ``dim``) of the sum of every rank's ``x`` |
-| ``all_to_all`` | rows cut into ``input_split_sizes`` pieces, piece ``j`` for rank ``j`` | the pieces sent to this rank, rank 0's first |
+| ``all_to_all`` | rows cut in ``input_split_sizes`` pieces, piece ``j`` for rank ``j`` | the pieces sent here, rank 0's first |
 | ``broadcast`` | ``x`` on rank ``src`` | a copy of it |
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ class DeviceCommunicator:
 
 class CpuCommunicator(DeviceCommunicator):
     """gloo on the CPU. gloo has no list-form all-to-all and emulates reduce-scatter with an all-reduce
-    (twice the traffic); the base class only uses the calls gloo implements."""
+    (twice the traffic; ProcessGroupGloo.cpp at PyTorch c194358); the base class only uses calls gloo implements."""
 
 
 class CudaCommunicator(DeviceCommunicator):

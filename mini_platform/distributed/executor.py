@@ -4,7 +4,7 @@
 Each step the driver flattens the scheduler's output into a :class:`~mini_platform.model_runner.StepInput`,
 sends the same bytes to every worker, and waits for rank 0's logits (every rank computes them; one
 copy is enough to sample). The collectives inside the forward go over ``torch.distributed``; the pipes
-carry only these control messages.
+carry only these control messages, pickled (the logits inline, not through shared memory).
 
 Failure handling: the driver waits on the workers' pipes *and* their process sentinels with a timeout,
 so a worker that raises, crashes or is killed is noticed at once; then every worker is stopped and a
@@ -63,9 +63,8 @@ class MultiprocExecutor:
             self.procs.append(proc)
             self.conns.append(parent)
         ready = set()
-        while len(ready) < config.world_size:
-            rank, message = self._receive("start-up")
-            ready.add(rank)
+        while len(ready) < config.world_size:  # every rank says "ready" once its shard is loaded
+            ready.add(self._receive("start-up")[0])
 
     @property
     def pids(self) -> list[int]:
@@ -80,8 +79,7 @@ class MultiprocExecutor:
         data = pickle.dumps(("execute", step_input(batch, kv)))
         for conn in self.conns:
             conn.send_bytes(data)
-        rank, message = self._receive("a step")
-        return message[1]
+        return self._receive("a step")[1][1]
 
     def close(self) -> None:
         """Ask every worker to exit, then stop any that does not (idempotent)."""
@@ -94,7 +92,7 @@ class MultiprocExecutor:
         errors = {}
         for conn in (r for r in ready if r in ranks):
             try:
-                message = conn.recv()
+                message = pickle.loads(conn.recv_bytes())
             except EOFError:
                 continue  # died without a word: its exit code tells
             if message[0] != "error":
@@ -112,7 +110,7 @@ class MultiprocExecutor:
                     continue
                 try:
                     if conn.poll():
-                        message = conn.recv()
+                        message = pickle.loads(conn.recv_bytes())
                         if message[0] == "error":
                             errors[rank] = message[1]
                         continue

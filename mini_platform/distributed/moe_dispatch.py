@@ -2,7 +2,7 @@
 
 The attention layers are tensor-parallel, so every rank holds every token when an MoE layer starts.
 Each rank takes its own contiguous slice of the tokens into the layer (rank ``r`` gets
-:func:`token_split` ``[r]`` of them, as sequence-parallel MoE does), routes them, and one of two
+:func:`token_split` ``[r]`` of them, the idea of sequence-parallel MoE), routes them, and one of two
 exchanges computes every (token, expert) pair on the expert's owner:
 
 - ``"alltoall"`` (vllm-ascend's ``TokenDispatcherWithAll2AllV``): each rank sorts its (token, expert)

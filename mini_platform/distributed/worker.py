@@ -41,8 +41,8 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
     platform = platforms.current_platform
     plugins.load_general_plugins()
     device = torch.device("cpu") if platform.device_type == "cpu" else torch.device(platform.device_type, rank)
-    if device.type != "cpu":
-        platform.device_module()  # e.g. imports torch_npu, which registers the hccl backend
+    if device.type != "cpu":  # one device per rank, current before the group exists (NCCL/HCCL bind to it);
+        platform.device_module().set_device(device)  # on Ascend this imports torch_npu, registering hccl
     dist.init_process_group(platform.dist_backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
@@ -50,24 +50,28 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
     return ModelRunner(model, config.num_blocks, config.block_size, config.backend)
 
 
+def _send(conn: Connection, message: tuple) -> None:
+    conn.send_bytes(pickle.dumps(message))
+
+
 def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connection) -> None:
     """The body of worker process ``rank``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle; it stops the workers
     try:
         runner = init_worker(rank, init_method, config)
-        conn.send(("ready",))
+        _send(conn, ("ready",))
         while True:
             method, step = pickle.loads(conn.recv_bytes())
             if method == "close":
                 break
             logits = runner.execute_step(step)
             if rank == 0:
-                conn.send(("result", logits.cpu()))
+                _send(conn, ("result", logits.cpu()))
     except EOFError:  # the driver is gone: nobody to serve
         return
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the driver, with this rank's name
         try:
-            conn.send(("error", "".join(traceback.format_exception(exc))))
+            _send(conn, ("error", "".join(traceback.format_exception(exc))))
         except OSError:
             pass
         raise SystemExit(1) from None

@@ -78,7 +78,7 @@ class MergedLinear(Linear):
 
 class RowParallelLinear(Linear):
     """``y = x W^T + b`` with ``W``'s input columns split across ranks: each rank multiplies its slice of ``x``
-    (the output of a column-parallel layer) and the partial sums are all-reduced; the bias is added once."""
+    (the output of a column-parallel layer) and the partial sums are all-reduced; rank 0 alone adds the bias."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> None:
         self.tp = get_tp_group()
@@ -86,8 +86,7 @@ class RowParallelLinear(Linear):
         self.shard = Shard(1, self.tp.rank_in_group * self.weight.shape[1], in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.tp.all_reduce(F.linear(x, self.weight))
-        return y if self.bias is None else y + self.bias
+        return self.tp.all_reduce(F.linear(x, self.weight, self.bias if self.tp.rank_in_group == 0 else None))
 
 
 class VocabParallelEmbedding(nn.Module):

@@ -5,7 +5,8 @@ The rules are vLLM's (``vllm/model_executor/layers/linear.py`` and ``vocab_paral
 - query heads are split evenly: ``num_heads // tp`` per rank;
 - KV heads are split when there are at least as many as ranks (``num_kv_heads // tp`` each), otherwise each
   rank holds one KV head and ``tp // num_kv_heads`` consecutive ranks hold the same one (replication);
-- the vocabulary is padded to a multiple of 64 and split evenly; the padding rows are zeros.
+- the vocabulary is padded to a multiple of 64 and split evenly; the padding rows are zeros (one rank
+  keeps the vocabulary as it is, where vLLM pads it too).
 """
 from __future__ import annotations
 
