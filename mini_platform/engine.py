@@ -17,13 +17,14 @@ from typing import Any, Sequence, Union
 import torch
 
 from . import ops, platforms, plugins
+from .compilation.capture_sizes import check_capture_sizes
 from .distributed.executor import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
 from .distributed.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
 from .model.sharding import check_tensor_parallel
-from .model_runner import ModelRunner
+from .model_runner import build_model_runner
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
 
@@ -46,6 +47,8 @@ class EngineConfig:
     dtype: str | torch.dtype = "float32"
     backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
     device: str | None = None   # None = the platform's device
+    enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
+    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule
     tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.distributed)
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
@@ -56,6 +59,11 @@ class EngineConfig:
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
+        if self.enforce_eager not in (None, True, False):
+            raise ValueError(f"enforce_eager must be True, False or None (the platform's default), "
+                             f"got {self.enforce_eager!r}")
+        if self.cudagraph_capture_sizes is not None:
+            self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
         if self.moe_comm not in MOE_COMM_METHODS:
             raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
         if not (Path(self.model) / "config.json").is_file():
@@ -141,16 +149,24 @@ class LLMEngine:
         self.model_config = model_config
         if config.tensor_parallel_size == 1:
             self.model = load_model(config.model, dtype=dtype, device=device)
-            self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
-        else:  # the model lives in the workers; rank 0's logits come back to the CPU
+            self.runner = build_model_runner(
+                self.model, num_blocks, config.block_size, config.backend, platform=platform,
+                enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
+                max_num_seqs=config.max_num_seqs, max_num_batched_tokens=config.max_num_batched_tokens,
+                max_model_len=self.max_model_len)
+        else:  # the model lives in the workers (eager); rank 0's logits come back to the CPU
             if torch.device(device).type != platform.device_type:
                 raise ValueError(f"device={config.device!r} with tensor_parallel_size > 1: each worker uses its own "
                                  f"{platform.device_type} device (rank r on {platform.device_type}:r); drop device=")
+            if config.enforce_eager is False:
+                raise ValueError("decode graphs (enforce_eager=False) are not supported with tensor_parallel_size > 1; "
+                                 "the workers run eagerly: leave enforce_eager unset")
             check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
             self.model = None
-            self.runner = MultiprocExecutor(WorkerConfig(config.model, config.tensor_parallel_size, dtype, num_blocks,
-                                                         config.block_size, config.backend,
-                                                         config.enable_expert_parallel, config.moe_comm))
+            self.runner = MultiprocExecutor(WorkerConfig(
+                config.model, config.tensor_parallel_size, dtype, num_blocks, config.block_size, config.backend,
+                config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
+                config.enable_expert_parallel, config.moe_comm))
         self.logits_device = self.model.device if self.model is not None else torch.device("cpu")
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
@@ -248,10 +264,14 @@ class LLMEngine:
         if isinstance(self.runner, MultiprocExecutor):
             self.runner.close()
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
+        g = self.runner.graph_stats
         return {"num_preemptions": self.scheduler.num_preemptions,
                 "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
-                "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks}
+                "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks,
+                "cudagraph_capture_sizes": g.capture_sizes, "graph_capture_seconds": g.capture_seconds,
+                "num_graph_steps": g.num_graph_steps, "num_eager_steps": g.num_eager_steps,
+                "num_padded_tokens": g.num_padded_tokens}
 
     def _output(self, request: Request) -> RequestOutput:
         text = None
@@ -267,6 +287,8 @@ class LLM:
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
     requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
     enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
+    enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
+    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512)),
     tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
     ``tensor_parallel_size > 1`` the model runs in that many worker processes: ``close()`` them, or use
     ``with LLM(...) as llm:``.

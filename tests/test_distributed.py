@@ -70,6 +70,8 @@ def test_impossible_splits_are_rejected_before_any_process_starts(checkpoints):
         LLM(checkpoints["llama"], tensor_parallel_size=3)
     with pytest.raises(ValueError, match="tensor_parallel_size"):
         LLM(checkpoints["llama"], tensor_parallel_size=0)
+    with pytest.raises(ValueError, match="enforce_eager=False"):
+        LLM(checkpoints["llama"], tensor_parallel_size=2, enforce_eager=False)
     with pytest.raises(ValueError, match="moe_comm='all2all'"):
         LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel=True, moe_comm="all2all")
     assert not multiprocessing.active_children()

@@ -24,7 +24,7 @@ import torch
 import torch.multiprocessing as mp
 
 from ..kv_cache import KVCacheManager
-from ..model_runner import step_input
+from ..model_runner import GraphStats, step_input
 from ..scheduler import SchedulerOutput
 from .worker import WorkerConfig, worker_main
 
@@ -53,6 +53,7 @@ class MultiprocExecutor:
         self.procs: list[mp.Process] = []
         self.conns: list[Connection] = []
         self.error: WorkerError | None = None
+        self.graph_stats = GraphStats([])  # the workers run eagerly: no graphs to report
         self._finalizer = weakref.finalize(self, _stop_workers, self.procs, self.conns)
         for rank in range(config.world_size):
             parent, child = ctx.Pipe()

@@ -31,6 +31,9 @@ class WorkerConfig:
     num_blocks: int
     block_size: int
     backend: str | None = None  # kernel backend; None = the platform's
+    max_num_seqs: int = 64      # these three size the runner's input buffers
+    max_num_batched_tokens: int = 2048
+    max_model_len: int | None = None
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"  # how MoE layers exchange tokens under EP (see moe_dispatch)
     timeout_s: float = 300.0    # a collective that waits longer than this fails instead of hanging
@@ -47,7 +50,8 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
     model = load_model(config.model, dtype=config.dtype, device=device)
-    return ModelRunner(model, config.num_blocks, config.block_size, config.backend)
+    return ModelRunner(model, config.num_blocks, config.block_size, config.backend, max_num_seqs=config.max_num_seqs,
+                       max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len)
 
 
 def _send(conn: Connection, message: tuple) -> None:
