@@ -93,6 +93,12 @@ def test_graph_wrapper_is_the_cpu_graph(lumen):
     assert config.enforce_eager is False  # a platform with a graph wrapper runs decode graphs by default
 
 
+def test_communicator_runs_over_gloo_on_host_tensors(lumen):
+    from mini_platform.distributed.communicator import CpuCommunicator
+    assert lumen.get_device_communicator_cls() == "mini_platform.distributed.communicator.CpuCommunicator"
+    assert issubclass(resolve_obj_by_qualname(lumen.get_device_communicator_cls()), CpuCommunicator)
+
+
 def test_forwarding_reaches_the_lumen_runtime(devices, monkeypatch):
     monkeypatch.setenv("MINI_PLATFORM", "lumen")
     platform = platforms.current_platform

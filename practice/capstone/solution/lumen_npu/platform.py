@@ -30,8 +30,10 @@ class LumenPlatform(Platform):
         # The Lumen kernels are plain torch, so the CPU graph can record and replay them.
         return "mini_platform.compilation.cpu_graph.CPUGraphWrapper"
 
-    # TODO(communicator): name the device communicator (get_device_communicator_cls) once the
-    # engine's distributed chapter lands; Lumen collectives would run over gloo.
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        # Lumen tensors live in host memory, so its collectives are gloo's: the CPU communicator serves it.
+        return "mini_platform.distributed.communicator.CpuCommunicator"
 
     @classmethod
     def device_module(cls) -> ModuleType:

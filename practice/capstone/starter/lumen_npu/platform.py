@@ -18,8 +18,8 @@ class LumenPlatform(Platform):
     # TODO(stage 261): get_attn_backend_cls -> "lumen_npu.attention.LumenAttention";
     #                  get_static_graph_wrapper_cls -> the CPU graph wrapper of mini_platform.compilation.
 
-    # TODO(communicator): name the device communicator (get_device_communicator_cls) once the
-    # engine's distributed chapter lands; Lumen collectives would run over gloo.
+    # TODO(stage 261): get_device_communicator_cls -> the communicator whose collectives run over
+    #                  dist_backend on Lumen's (host-memory) tensors: mini_platform.distributed.communicator.
 
     # TODO(stage 261): device_module(), so that current_platform.<name> forwards to lumen_npu.device
     #                  (the Lumen runtime), not to torch.cpu.
