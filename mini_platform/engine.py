@@ -7,6 +7,7 @@ Every input is checked before any work is done: a bad request raises ``ValueErro
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import numbers
@@ -97,8 +98,8 @@ class _Tokenizer:
     path: Path
     _tokenizer: Any = field(default=None, repr=False)
 
-    @property
-    def available(self) -> bool:
+    @functools.cached_property
+    def available(self) -> bool:  # looked up once: every output of every step asks
         return any((self.path / name).is_file() for name in TOKENIZER_FILES)
 
     def get(self) -> Any:

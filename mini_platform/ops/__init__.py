@@ -16,6 +16,7 @@ a kernel raises :class:`KernelUnavailableError`; there is never a silent fallbac
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import threading
 from typing import Any, Callable, Iterator
@@ -84,7 +85,12 @@ def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
     """The implementation of ``kernel`` in ``backend`` (or the current backend)."""
     if kernel not in KERNEL_MODULES:
         raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNEL_MODULES)}")
-    name = current_backend(backend)
+    return _load_kernel(kernel, current_backend(backend))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_kernel(kernel: str, name: str) -> Callable[..., Any]:
+    """Import ``kernel`` from backend ``name`` (cached: every layer of every step asks again)."""
     module_name = f"{BACKEND_PACKAGES[name]}.{KERNEL_MODULES[kernel]}"
     try:
         module = importlib.import_module(module_name)
