@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import itertools
 import numbers
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -50,6 +52,9 @@ class EngineConfig:
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
+        for name in ("enable_prefix_caching", "enable_chunked_prefill"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not (Path(self.model) / "config.json").is_file():
             raise ValueError(f"model={self.model!r} is not a checkpoint directory with a config.json")
 
@@ -66,6 +71,39 @@ def _check_block_size(block_size: int, backend: str) -> None:
     if sizes is not None and block_size not in sizes:
         raise ValueError(f"block_size={block_size} is not supported by the {backend!r} kernel backend; "
                          f"use one of {list(sizes)}")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch.device that exists in this process, or a ValueError saying what to use."""
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a torch device; use 'cpu', 'cuda', 'cuda:1', 'npu', ...") from None
+    if resolved.type == "cpu":
+        return resolved
+    module = getattr(torch, resolved.type, None)
+    count = module.device_count() if module is not None and module.is_available() else 0
+    if count == 0 or (resolved.index or 0) >= count:
+        raise ValueError(f"device={device!r}: this process sees {count} {resolved.type} device(s); "
+                         "give one that exists, or device='cpu'")
+    return resolved
+
+
+def _check_backend_runs_here(backend: str, device: torch.device) -> None:
+    """Fail now, saying what to do, when the kernel backend cannot run in this process."""
+    if backend == "triton":
+        if importlib.util.find_spec("triton") is None:
+            raise ValueError("backend='triton' needs the triton package (pip install triton)")
+        if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ValueError("backend='triton' with tensors on the CPU runs only in the Triton interpreter: set "
+                             "TRITON_INTERPRET=1 before anything imports triton, or use a GPU (device='cuda')")
+    elif backend == "npu":
+        try:
+            importlib.import_module("torch_npu")
+        except ImportError:
+            raise ValueError("backend='npu' needs torch_npu (Ascend's PyTorch adapter, with CANN) on an Ascend "
+                             "machine; on other machines, build the engine inside "
+                             "mini_platform.ascend.emulation.emulated_torch_npu() (a CPU emulation)") from None
 
 
 def _is_token_id(value: Any) -> bool:
@@ -120,18 +158,23 @@ class LLMEngine:
         plugins.load_general_plugins()
         platform.check_and_update_config(config)
         # The kernels that will run must serve the block size; an unknown backend name fails here, before any loading.
-        _check_block_size(config.block_size, ops.current_backend(config.backend))
+        backend = ops.current_backend(config.backend)
+        _check_block_size(config.block_size, backend)
+        device = resolve_device(config.device or platform.device_type or "cpu")
+        _check_backend_runs_here(backend, device)
         model_config = ModelConfig.from_pretrained(config.model)
         limit = model_config.max_position_embeddings
         if config.max_model_len is not None and config.max_model_len > limit:
             raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
         self.max_model_len = config.max_model_len or limit
         dtype = _torch_dtype(config.dtype)
-        device = config.device or platform.device_type or "cpu"
         num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
 
         self.model_config = model_config
-        self.model = load_model(config.model, dtype=dtype, device=device)
+        self.model = load_model(config.model, dtype=dtype, device=device, max_positions=self.max_model_len)
+        if backend == "npu":  # Ascend's rotary op keeps the first RoPE table of the process: refuse another one now
+            from .ascend.ops.rotary import claim_cos_sin_cache
+            claim_cos_sin_cache(self.model.model.rotary_emb.cos_sin_cache)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
                                    config.enable_chunked_prefill, model_config.eos_token_ids)
@@ -267,10 +310,17 @@ class LLM:
         prompt_ids = [engine.tokenize(p) for p in prompts]
         for ids, p in zip(prompt_ids, params):
             engine.check_request(ids, p)
-        request_ids = [engine.add_request(ids, p) for ids, p in zip(prompt_ids, params)]
+        request_ids: list[str] = []
         finished: dict[str, RequestOutput] = {}
-        while engine.has_unfinished_requests():
-            for out in engine.step():
-                if out.finished:
-                    finished[out.request_id] = out
+        try:
+            for ids, p in zip(prompt_ids, params):
+                request_ids.append(engine.add_request(ids, p))
+            while engine.has_unfinished_requests():
+                for out in engine.step():
+                    if out.finished:
+                        finished[out.request_id] = out
+        except BaseException:  # an error or Ctrl+C: drop this call's requests so the engine stays usable
+            for rid in request_ids:
+                engine.abort(rid)
+            raise
         return [finished[rid] for rid in request_ids]

@@ -17,11 +17,12 @@ from .layers import AttentionFn, DecoderLayer, Embedding, Linear, RMSNorm, Rotar
 
 
 class DecoderModel(nn.Module):
-    def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
+    def __init__(self, config: ModelConfig, dtype: torch.dtype, max_positions: int | None = None) -> None:
         super().__init__()
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype)
-        rotary = RotaryEmbedding(config.head_dim, config.max_position_embeddings, config.rope_theta,
-                                 config.rope_scaling)
+        # One RoPE table shared by every layer, as long as the longest sequence that will run.
+        positions = min(max_positions or config.max_position_embeddings, config.max_position_embeddings)
+        self.rotary_emb = rotary = RotaryEmbedding(config.head_dim, positions, config.rope_theta, config.rope_scaling)
         self.layers = nn.ModuleList(DecoderLayer(config, i, rotary, dtype) for i in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
 
@@ -35,10 +36,11 @@ class DecoderModel(nn.Module):
 class CausalLM(nn.Module):
     """A decoder-only language model: ``forward`` gives final hidden states, ``compute_logits`` the logits."""
 
-    def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32, max_positions: int | None = None) -> None:
+        """``max_positions`` (default: the config's ``max_position_embeddings``) sizes the RoPE table."""
         super().__init__()
         self.config = config
-        self.model = DecoderModel(config, dtype)
+        self.model = DecoderModel(config, dtype, max_positions)
         self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size,
                                                                       False, dtype)
 

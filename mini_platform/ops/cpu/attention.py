@@ -128,7 +128,9 @@ def _attend_padded(query: torch.Tensor, key_cache: torch.Tensor, value_cache: to
 
     Queries are padded to the longest query ``[B, Q, nh, hd]``, K/V gathered to the longest sequence
     ``[B, L, nkv, hd]``. Query ``j`` of request ``b`` sits at position ``seq_lens[b] - q_lens[b] + j`` and
-    sees the keys up to it; padding rows see key 0 at least (no empty softmax) and are dropped.
+    sees the keys up to it; padding rows see key 0 at least (no empty softmax) and are dropped. Keys past
+    a request's ``seq_len`` (the rest of its last block, unused block-table entries) are never written and
+    may hold anything, NaN included: they are zeroed after the gather, since a mask alone lets NaN through.
     """
     device, block_size = query.device, key_cache.shape[1]
     num_blocks = -(-max(seq_lens) // block_size)
@@ -136,6 +138,9 @@ def _attend_padded(query: torch.Tensor, key_cache: torch.Tensor, value_cache: to
     # index_select on the block axis: the same gather as key_cache[blocks], several times faster on a CPU.
     k = key_cache.index_select(0, blocks).unflatten(0, (len(seq_lens), -1)).flatten(1, 2).float()  # [B, L, nkv, hd]
     v = value_cache.index_select(0, blocks).unflatten(0, (len(seq_lens), -1)).flatten(1, 2).float()
+    written = torch.arange(k.shape[1], device=device)[None, :] < torch.tensor(seq_lens, device=device)[:, None]
+    k = k.masked_fill(~written[:, :, None, None], 0)
+    v = v.masked_fill(~written[:, :, None, None], 0)
     q_len = torch.tensor(q_lens, device=device)
     j = torch.arange(max(q_lens), device=device)
     valid = j[None, :] < q_len[:, None]                      # [B, Q]: real query rows
