@@ -6,7 +6,6 @@ All requests of a step are packed along one token axis (no padding): request ``b
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import torch
@@ -59,7 +58,8 @@ class ModelRunner:
         """Run the step; returns fp32 logits ``[R, V]``, one row per scheduled request that samples."""
         input_ids, positions, metadata = self.prepare(batch, kv)
         self.attention.metadata = metadata
-        with ops.use_backend(self.backend) if self.backend else contextlib.nullcontext():
+        # Resolved once per step: the forward's kernel calls then find it on the use_backend stack.
+        with ops.use_backend(self.backend or ops.current_backend()):
             hidden = self.model(input_ids, positions, self.attention)
         ends = itertools.accumulate(s.num_new_tokens for s in batch.scheduled)
         last_rows = [end - 1 for end, s in zip(ends, batch.scheduled) if s.samples]

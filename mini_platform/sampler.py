@@ -99,19 +99,19 @@ def sample(logits: torch.Tensor, params: list[SamplingParams],
     """One token per row of ``logits`` ``[B, V]`` (fp32). ``generators[i]`` is row i's private stream
     or None (torch's default stream)."""
     logits = logits.float()
-    bad = logits.isnan().any(dim=-1).nonzero().flatten().tolist()
-    if bad:
+    if bool(logits.isnan().any()):
+        bad = logits.isnan().any(dim=-1).nonzero().flatten().tolist()
         raise FloatingPointError(f"the model produced NaN logits for batch row(s) {bad}: the weights or the "
                                  "activations overflowed; check the checkpoint, or run in float32")
     device = logits.device
-    temperature = torch.tensor([p.temperature for p in params], device=device)
     tokens = logits.argmax(dim=-1)
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if rows:
         idx = torch.tensor(rows, device=device)
         rows_logits = logits[idx]
+        temperature = torch.tensor([params[i].temperature for i in rows], device=device)
         # Shift the maximum to 0 first: a tiny temperature then sends the others to -inf, never the top to inf.
-        scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature[idx].unsqueeze(-1)
+        scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature.unsqueeze(-1)
         scaled = apply_top_k(scaled, torch.tensor([params[i].top_k for i in rows], device=device))
         scaled = apply_top_p(scaled, torch.tensor([params[i].top_p for i in rows], device=device))
         probs = scaled.softmax(dim=-1)
