@@ -10,7 +10,7 @@ Two versions of paged attention, equal up to float rounding:
   and attends: the readable specification every other version is tested against;
 - :func:`paged_attention`, the ``cpu`` kernel the engine runs, does the same for all requests at once:
   it gathers K/V by block table into a padded batch and runs one masked ``scaled_dot_product_attention``
-  (decode rows and prompt rows in separate batches, so a long prompt does not pad every decode).
+  (decode requests and prompt requests in separate batches, so a long prompt does not pad every decode).
 """
 from __future__ import annotations
 
@@ -121,31 +121,53 @@ def paged_attention_reference(query: torch.Tensor, key_cache: torch.Tensor, valu
     return out
 
 
-def _attend_padded(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                   block_tables: torch.Tensor, starts: list[int], q_lens: list[int], seq_lens: list[int],
-                   scale: float, out: torch.Tensor) -> None:
-    """Attention of several requests at once, written to their rows of ``out``.
+def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tables: torch.Tensor,
+                   seq_lens: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """K and V of several requests gathered slot by slot into fp32 ``[B, max_len, nkv, hd]``, and the mask
+    ``[B, max_len]`` of the positions each request has written (``< seq_len``).
 
-    Queries are padded to the longest query ``[B, Q, nh, hd]``, K/V gathered to the longest sequence
-    ``[B, L, nkv, hd]``. Query ``j`` of request ``b`` sits at position ``seq_lens[b] - q_lens[b] + j`` and
-    sees the keys up to it; padding rows see key 0 at least (no empty softmax) and are dropped. Keys past
-    a request's ``seq_len`` (the rest of its last block, unused block-table entries) are never written and
-    may hold anything, NaN included: they are zeroed after the gather, since a mask alone lets NaN through.
+    Positions past a request's ``seq_len`` read its last written slot again: slots never written (the rest of
+    its last block, unused block-table entries) may hold anything, NaN included, which a mask alone lets through.
     """
-    device, block_size = query.device, key_cache.shape[1]
-    num_blocks = -(-max(seq_lens) // block_size)
-    blocks = block_tables[:, :num_blocks].flatten()
-    # index_select on the block axis: the same gather as key_cache[blocks], several times faster on a CPU.
-    k = key_cache.index_select(0, blocks).unflatten(0, (len(seq_lens), -1)).flatten(1, 2).float()  # [B, L, nkv, hd]
-    v = value_cache.index_select(0, blocks).unflatten(0, (len(seq_lens), -1)).flatten(1, 2).float()
-    written = torch.arange(k.shape[1], device=device)[None, :] < torch.tensor(seq_lens, device=device)[:, None]
-    k = k.masked_fill(~written[:, :, None, None], 0)
-    v = v.masked_fill(~written[:, :, None, None], 0)
+    block_size = key_cache.shape[1]
+    positions = torch.arange(max_len, device=key_cache.device)[None, :]
+    clamped = torch.minimum(positions, seq_lens[:, None] - 1)                                    # [B, L]
+    slots = block_tables.long().gather(1, clamped // block_size) * block_size + clamped % block_size
+    k, v = (cache.flatten(0, 1).index_select(0, slots.flatten()).unflatten(0, slots.shape).float()
+            for cache in (key_cache, value_cache))
+    return k, v, positions < seq_lens[:, None]
+
+
+def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, rows: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
+                    scale: float, out: torch.Tensor) -> None:
+    """Requests with one query each (row ``rows[b]``, the last position): it sees every written key.
+
+    Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
+    ``nh // nkv`` queries against it, so K/V are never repeated per head."""
+    k, v, written = _gather_padded(key_cache, value_cache, block_tables, seq_lens, max_len)
+    num_kv_heads = k.shape[2]
+    q = query[rows].float().unflatten(1, (num_kv_heads, -1))                       # [B, nkv, nh // nkv, hd]
+    bias = torch.zeros(written.shape, device=q.device).masked_fill_(~written, float("-inf"))   # additive mask
+    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias[:, None, None],
+                                            scale=scale)
+    out[rows] = result.flatten(1, 2).to(out.dtype)
+
+
+def _attend_prompts(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, starts: list[int], q_lens: list[int], seq_lens: list[int],
+                    scale: float, out: torch.Tensor) -> None:
+    """Requests with several queries each, padded to the longest query ``[B, Q, nh, hd]``. Query ``j`` of request
+    ``b`` sits at position ``seq_lens[b] - q_lens[b] + j`` and sees the keys up to it; padding rows see key 0 at
+    least (no empty softmax) and are dropped."""
+    device = query.device
+    seq_len = torch.tensor(seq_lens, device=device)
+    k, v, _ = _gather_padded(key_cache, value_cache, block_tables, seq_len, max(seq_lens))
     q_len = torch.tensor(q_lens, device=device)
     j = torch.arange(max(q_lens), device=device)
     valid = j[None, :] < q_len[:, None]                      # [B, Q]: real query rows
     rows = (torch.tensor(starts, device=device)[:, None] + j[None, :]).masked_fill(~valid, 0)
-    q_pos = torch.tensor(seq_lens, device=device)[:, None] - q_len[:, None] + j[None, :]
+    q_pos = seq_len[:, None] - q_len[:, None] + j[None, :]
     visible = torch.arange(k.shape[1], device=device)[None, None, :] <= q_pos[:, :, None]   # [B, Q, L]
     result = F.scaled_dot_product_attention(query[rows].float().transpose(1, 2), k.transpose(1, 2),
                                             v.transpose(1, 2), attn_mask=visible[:, None], scale=scale,
@@ -157,18 +179,27 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
                     block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
                     scale: float) -> torch.Tensor:
     """Causal attention for a packed mixed batch (see ``mini_platform.ops.paged_attention``), batched:
-    the same result as :func:`paged_attention_reference`, up to float rounding."""
+    the same result as :func:`paged_attention_reference`, up to float rounding. Decode requests (one query)
+    and prompt requests (several) run as two batches, so a long prompt does not pad every decode."""
     check_attention_args(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens)
     starts, lens = query_start_loc.tolist(), seq_lens.tolist()
     _check_values(query, key_cache.shape[1], block_tables, starts, lens)
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
     out = torch.zeros_like(query)
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
+    if len(decodes) == len(lens):  # a pure decode step: no regrouping needed
+        _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
+                        seq_lens.long(), max(lens), scale, out)
+        return out
+    if decodes:
+        _attend_decodes(query, key_cache, value_cache, block_tables[decodes],
+                        torch.tensor([starts[b] for b in decodes], device=query.device),
+                        torch.tensor([lens[b] for b in decodes], device=query.device), max(lens[b] for b in decodes),
+                        scale, out)
     prompts = [b for b, n in enumerate(q_lens) if n > 1]
-    for group in (decodes, prompts):
-        if group:
-            _attend_padded(query, key_cache, value_cache, block_tables[group], [starts[b] for b in group],
-                           [q_lens[b] for b in group], [lens[b] for b in group], scale, out)
+    if prompts:
+        _attend_prompts(query, key_cache, value_cache, block_tables[prompts], [starts[b] for b in prompts],
+                        [q_lens[b] for b in prompts], [lens[b] for b in prompts], scale, out)
     return out
 
 
