@@ -28,7 +28,8 @@ from .scheduler import Request, Scheduler
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size.
+# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size. It is
+# allocated uninitialised, so on a CPU the operating system backs only the pages requests actually write.
 DEFAULT_KV_CACHE_BYTES = 1 << 30
 
 
@@ -284,7 +285,7 @@ class LLM:
     """Offline batch generation: ``LLM(model=DIR).generate(prompts, SamplingParams(...))``.
 
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
-    requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
+    requests, at most 1 GiB of address space; on a CPU only the pages requests write take memory), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
     enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None.
     """
 
