@@ -140,8 +140,9 @@ def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tab
 
 def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                     block_tables: torch.Tensor, rows: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
-                    scale: float, out: torch.Tensor) -> None:
+                    scale: float) -> torch.Tensor:
     """Requests with one query each (row ``rows[b]``, the last position): it sees every written key.
+    Returns their outputs ``[B, nh, hd]`` in the query's dtype.
 
     Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
     ``nh // nkv`` queries against it, so K/V are never repeated per head."""
@@ -151,7 +152,7 @@ def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     bias = torch.zeros(written.shape, device=q.device).masked_fill_(~written, float("-inf"))   # additive mask
     result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias[:, None, None],
                                             scale=scale)
-    out[rows] = result.flatten(1, 2).to(out.dtype)
+    return result.flatten(1, 2).to(query.dtype)
 
 
 def _attend_prompts(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
@@ -185,17 +186,16 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     starts, lens = query_start_loc.tolist(), seq_lens.tolist()
     _check_values(query, key_cache.shape[1], block_tables, starts, lens)
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
-    out = torch.zeros_like(query)
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
-    if len(decodes) == len(lens):  # a pure decode step: no regrouping needed
-        _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
-                        seq_lens.long(), max(lens), scale, out)
-        return out
+    if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
+        return _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
+                               seq_lens.long(), max(lens), scale)
+    out = torch.zeros_like(query)
     if decodes:
-        _attend_decodes(query, key_cache, value_cache, block_tables[decodes],
-                        torch.tensor([starts[b] for b in decodes], device=query.device),
-                        torch.tensor([lens[b] for b in decodes], device=query.device), max(lens[b] for b in decodes),
-                        scale, out)
+        rows = torch.tensor([starts[b] for b in decodes], device=query.device)
+        out[rows] = _attend_decodes(query, key_cache, value_cache, block_tables[decodes], rows,
+                                    torch.tensor([lens[b] for b in decodes], device=query.device),
+                                    max(lens[b] for b in decodes), scale)
     prompts = [b for b, n in enumerate(q_lens) if n > 1]
     if prompts:
         _attend_prompts(query, key_cache, value_cache, block_tables[prompts], [starts[b] for b in prompts],
