@@ -80,12 +80,13 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     num_blocks, block_size = key_cache.shape[:2]
     slots = slot_mapping.long()
     keep = slots >= 0
-    slots = slots[keep]
+    if not bool(keep.all()):
+        slots, key, value = slots[keep], key[keep], value[keep]
     if slots.numel() and int(slots.max()) >= num_blocks * block_size:
         raise ValueError(f"slot {int(slots.max())} is outside the cache ({num_blocks} blocks x {block_size} slots)")
     blocks, offsets = slots // block_size, slots % block_size
-    key_cache[blocks, offsets] = key[keep].to(key_cache.dtype)
-    value_cache[blocks, offsets] = value[keep].to(value_cache.dtype)
+    key_cache.index_put_((blocks, offsets), key.to(key_cache.dtype))
+    value_cache.index_put_((blocks, offsets), value.to(value_cache.dtype))
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, first_visible: int) -> torch.Tensor:
