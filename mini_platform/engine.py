@@ -7,9 +7,12 @@ Every input is checked before any work is done: a bad request raises ``ValueErro
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import itertools
 import numbers
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -30,7 +33,8 @@ from .scheduler import Request, Scheduler
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size.
+# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size. It is
+# allocated uninitialised, so on a CPU the operating system backs only the pages requests actually write.
 DEFAULT_KV_CACHE_BYTES = 1 << 30
 
 
@@ -66,6 +70,9 @@ class EngineConfig:
             self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
         if self.moe_comm not in MOE_COMM_METHODS:
             raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
+        for name in ("enable_prefix_caching", "enable_chunked_prefill"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not (Path(self.model) / "config.json").is_file():
             raise ValueError(f"model={self.model!r} is not a checkpoint directory with a config.json")
 
@@ -82,6 +89,39 @@ def _check_block_size(block_size: int, backend: str) -> None:
     if sizes is not None and block_size not in sizes:
         raise ValueError(f"block_size={block_size} is not supported by the {backend!r} kernel backend; "
                          f"use one of {list(sizes)}")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch.device that exists in this process, or a ValueError saying what to use."""
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a torch device; use 'cpu', 'cuda', 'cuda:1', 'npu', ...") from None
+    if resolved.type == "cpu":
+        return resolved
+    module = getattr(torch, resolved.type, None)
+    count = module.device_count() if module is not None and module.is_available() else 0
+    if count == 0 or (resolved.index or 0) >= count:
+        raise ValueError(f"device={device!r}: this process sees {count} {resolved.type} device(s); "
+                         "give one that exists, or device='cpu'")
+    return resolved
+
+
+def _check_backend_runs_here(backend: str, device: torch.device) -> None:
+    """Fail now, saying what to do, when the kernel backend cannot run in this process."""
+    if backend == "triton":
+        if importlib.util.find_spec("triton") is None:
+            raise ValueError("backend='triton' needs the triton package (pip install triton)")
+        if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ValueError("backend='triton' with tensors on the CPU runs only in the Triton interpreter: set "
+                             "TRITON_INTERPRET=1 before anything imports triton, or use a GPU (device='cuda')")
+    elif backend == "npu":
+        try:
+            importlib.import_module("torch_npu")
+        except ImportError:
+            raise ValueError("backend='npu' needs torch_npu (Ascend's PyTorch adapter, with CANN) on an Ascend "
+                             "machine; on other machines, build the engine inside "
+                             "mini_platform.ascend.emulation.emulated_torch_npu() (a CPU emulation)") from None
 
 
 def _is_token_id(value: Any) -> bool:
@@ -114,8 +154,8 @@ class _Tokenizer:
     path: Path
     _tokenizer: Any = field(default=None, repr=False)
 
-    @property
-    def available(self) -> bool:
+    @functools.cached_property
+    def available(self) -> bool:  # looked up once: every output of every step asks
         return any((self.path / name).is_file() for name in TOKENIZER_FILES)
 
     def get(self) -> Any:
@@ -136,19 +176,24 @@ class LLMEngine:
         plugins.load_general_plugins()
         platform.check_and_update_config(config)
         # The kernels that will run must serve the block size; an unknown backend name fails here, before any loading.
-        _check_block_size(config.block_size, ops.current_backend(config.backend))
+        backend = ops.current_backend(config.backend)
+        _check_block_size(config.block_size, backend)
+        device = resolve_device(config.device or platform.device_type or "cpu")
+        _check_backend_runs_here(backend, device)
         model_config = ModelConfig.from_pretrained(config.model)
         limit = model_config.max_position_embeddings
         if config.max_model_len is not None and config.max_model_len > limit:
             raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
         self.max_model_len = config.max_model_len or limit
         dtype = _torch_dtype(config.dtype)
-        device = config.device or platform.device_type or "cpu"
         num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
 
         self.model_config = model_config
         if config.tensor_parallel_size == 1:
-            self.model = load_model(config.model, dtype=dtype, device=device)
+            self.model = load_model(config.model, dtype=dtype, device=device, max_positions=self.max_model_len)
+            if backend == "npu":  # Ascend's rotary op keeps the first RoPE table of the process: refuse another one now
+                from .ascend.ops.rotary import claim_cos_sin_cache
+                claim_cos_sin_cache(self.model.model.rotary_emb.cos_sin_cache)
             self.runner = build_model_runner(
                 self.model, num_blocks, config.block_size, config.backend, platform=platform,
                 enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
@@ -285,8 +330,9 @@ class LLM:
     """Offline batch generation: ``LLM(model=DIR).generate(prompts, SamplingParams(...))``.
 
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
-    requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
-    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
+    requests, at most 1 GiB of address space; on a CPU only the pages requests write take memory),
+    max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None, enable_prefix_caching=True,
+    enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
     enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
     cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512)),
     tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
@@ -325,10 +371,17 @@ class LLM:
         prompt_ids = [engine.tokenize(p) for p in prompts]
         for ids, p in zip(prompt_ids, params):
             engine.check_request(ids, p)
-        request_ids = [engine.add_request(ids, p) for ids, p in zip(prompt_ids, params)]
+        request_ids: list[str] = []
         finished: dict[str, RequestOutput] = {}
-        while engine.has_unfinished_requests():
-            for out in engine.step():
-                if out.finished:
-                    finished[out.request_id] = out
+        try:
+            for ids, p in zip(prompt_ids, params):
+                request_ids.append(engine.add_request(ids, p))
+            while engine.has_unfinished_requests():
+                for out in engine.step():
+                    if out.finished:
+                        finished[out.request_id] = out
+        except BaseException:  # an error or Ctrl+C: drop this call's requests so the engine stays usable
+            for rid in request_ids:
+                engine.abort(rid)
+            raise
         return [finished[rid] for rid in request_ids]

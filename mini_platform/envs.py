@@ -3,7 +3,7 @@
 | variable | meaning |
 | --- | --- |
 | ``MINI_PLATFORM`` | select exactly one platform plugin (out-of-tree or built-in) by name; no other plugin module is imported (SGLang's rule) |
-| ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time) |
+| ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time); ``cuda`` or unset resolves as usual; anything else is an error |
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
 | ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
@@ -31,8 +31,15 @@ def selected_platform(env: Mapping[str, str] | None = None) -> str | None:
     return value or None
 
 
+TARGET_DEVICES = ("cpu", "cuda")  # cuda = resolve as usual (vLLM's default target); only cpu changes anything
+
+
 def target_device(env: Mapping[str, str] | None = None) -> str | None:
+    """``MINI_PLATFORM_TARGET_DEVICE`` (lower-cased), None when unset; any other value than cpu/cuda is an error."""
     value = _env(env).get(TARGET_DEVICE, "").strip().lower()
+    if value and value not in TARGET_DEVICES:
+        raise ValueError(f"{TARGET_DEVICE}={value!r} is not understood: 'cpu' forces the CPU platform, 'cuda' (or "
+                         "unset) resolves as usual; to pick a plugin platform by name, set MINI_PLATFORM instead")
     return value or None
 
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 BACKENDS = ("cpu", "triton", "npu")
 TINY_ARCHS = ("llama", "qwen2", "mixtral", "qwen2_moe")  # mini_platform.model.tiny.ARCHITECTURES (no torch import here)
@@ -19,9 +20,9 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 def parse_ids(text: str) -> list[int]:
     """``"1,2,3"`` -> ``[1, 2, 3]`` (spaces allowed); an error says what was wrong."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
+    parts = [p.strip() for p in text.split(",")]
     try:
-        ids = [int(p) for p in parts]
+        ids = [int(p) for p in parts]  # an empty item ("1,,2", "1,2,") is an error, not skipped
     except ValueError:
         raise argparse.ArgumentTypeError(f"prompt ids must be comma-separated integers like 1,2,3; got {text!r}") from None
     if not ids or any(i < 0 for i in ids):
@@ -52,8 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
+    from .engine import resolve_device
     from .model import greedy_generate, load_model, make_tiny_checkpoint
     from .ops import KernelUnavailableError, current_backend, use_backend
+
+    def fail(message: str) -> NoReturn:  # one line on stderr (no usage: the arguments were fine), exit status 2
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
 
     if args.make_tiny is not None:
         print(f"wrote a tiny random {args.arch} checkpoint to {make_tiny_checkpoint(args.make_tiny, args.arch, args.seed)}")
@@ -64,20 +69,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if not args.model.is_dir():
         parser.error(f"--model {args.model} is not a directory")
-    backend = current_backend(args.backend)
-    device = args.device or ("cuda" if backend == "triton" and torch.cuda.is_available() else "cpu")
-    if backend == "triton" and device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+    try:
+        backend = current_backend(args.backend)
+        device = resolve_device(args.device or ("cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"))
+    except ValueError as exc:  # a bad MINI_PLATFORM_KERNEL_BACKEND or --device
+        fail(str(exc))
+    if backend == "triton" and device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         # Must happen before the first @triton.jit, i.e. before the Triton kernel modules are imported.
         os.environ["TRITON_INTERPRET"] = "1"
         print("note: tensors are on the CPU, so the Triton kernels run in the Triton interpreter (TRITON_INTERPRET=1)")
     try:
-        model = load_model(args.model, dtype=getattr(torch, args.dtype), device=device)
+        model = load_model(args.model, dtype=getattr(torch, args.dtype), device=device,
+                           max_positions=len(args.prompt_ids) + args.max_tokens)
         with use_backend(backend):
             tokens = greedy_generate(model, args.prompt_ids, args.max_tokens, ignore_eos=args.ignore_eos)
-    except (ValueError, FileNotFoundError, KernelUnavailableError) as exc:
-        parser.error(str(exc))
+    except (ValueError, FileNotFoundError, KernelUnavailableError, FloatingPointError) as exc:
+        fail(str(exc))
     except ImportError as exc:  # e.g. --backend npu without torch_npu, --backend triton without triton
-        parser.error(f"the {backend!r} kernel backend cannot run here: {exc}")
+        fail(f"the {backend!r} kernel backend cannot run here: {exc}")
     print(f"model: {model.config.architecture} (stored as {model.config.dtype}, run in {args.dtype}), kernel backend: "
           f"{backend}, device: {device}, prompt: {len(args.prompt_ids)} tokens, generated: {len(tokens)}")
     print(",".join(map(str, tokens)))

@@ -102,7 +102,8 @@ class ModelRunner:
         self.graph_stats = GraphStats(list(self.capture_sizes))
 
     def _kernels(self) -> contextlib.AbstractContextManager:
-        return ops.use_backend(self.backend) if self.backend else contextlib.nullcontext()
+        # Resolved once per forward: every kernel call inside then finds it on the use_backend stack.
+        return ops.use_backend(self.backend or ops.current_backend())
 
     def _forward(self, num_tokens: int, metadata: AttentionMetadata) -> torch.Tensor:
         self.attention.metadata = metadata

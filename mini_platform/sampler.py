@@ -1,6 +1,6 @@
 """Sampling parameters and the sampler: logits of the last position -> the next token of each request.
 
-Per row: greedy (``temperature == 0``) takes the argmax; otherwise the logits are divided by the
+Per row: greedy (``temperature`` 0, or below 1e-5) takes the argmax; otherwise the logits are divided by the
 temperature, filtered by top-k then top-p, and one token is drawn. A request with a ``seed`` draws
 from its own ``torch.Generator``, so the same seed gives the same tokens whatever else is in the batch.
 """
@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 import torch
 
 
+# A temperature below this is greedy, as in vLLM (``_SAMPLING_EPS``): dividing fp32 logits by it could overflow,
+# and 1e-50 is even 0 in fp32, which would turn the logits into NaN.
+MIN_TEMPERATURE = 1e-5
+
+
 @dataclass
 class SamplingParams:
     """How to pick tokens for one request.
 
-    - ``temperature``: 0 = greedy; otherwise > 0 (higher = flatter).
+    - ``temperature``: 0 (or anything below 1e-5) = greedy; otherwise higher = flatter.
     - ``top_k``: keep the k most likely tokens; 0 or -1 keeps all.
     - ``top_p``: keep the smallest set of most likely tokens whose probability reaches ``top_p``; in (0, 1].
     - ``max_tokens``: the most tokens to generate (>= 1).
@@ -47,8 +52,8 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not is_int(self.max_tokens) or self.max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}")
-        if self.seed is not None and not is_int(self.seed):
-            raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
+        if self.seed is not None and not (is_int(self.seed) and 0 <= self.seed < 2**64):
+            raise ValueError(f"seed must be None or an integer in [0, 2**64) (a torch.Generator seed), got {self.seed!r}")
         stop = self.stop_token_ids
         stop = list(stop) if isinstance(stop, Iterable) and not isinstance(stop, (str, bytes)) else None
         if stop is None or not all(is_int(t) and t >= 0 for t in stop):
@@ -59,7 +64,7 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0
+        return self.temperature < MIN_TEMPERATURE
 
 
 def apply_top_k(logits: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
@@ -94,15 +99,19 @@ def sample(logits: torch.Tensor, params: list[SamplingParams],
     """One token per row of ``logits`` ``[B, V]`` (fp32). ``generators[i]`` is row i's private stream
     or None (torch's default stream)."""
     logits = logits.float()
+    if bool(logits.isnan().any()):
+        bad = logits.isnan().any(dim=-1).nonzero().flatten().tolist()
+        raise FloatingPointError(f"the model produced NaN logits for batch row(s) {bad}: the weights or the "
+                                 "activations overflowed; check the checkpoint, or run in float32")
     device = logits.device
-    temperature = torch.tensor([p.temperature for p in params], device=device)
     tokens = logits.argmax(dim=-1)
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if rows:
         idx = torch.tensor(rows, device=device)
         rows_logits = logits[idx]
+        temperature = torch.tensor([params[i].temperature for i in rows], device=device)
         # Shift the maximum to 0 first: a tiny temperature then sends the others to -inf, never the top to inf.
-        scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature[idx].unsqueeze(-1)
+        scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature.unsqueeze(-1)
         scaled = apply_top_k(scaled, torch.tensor([params[i].top_k for i in rows], device=device))
         scaled = apply_top_p(scaled, torch.tensor([params[i].top_p for i in rows], device=device))
         probs = scaled.softmax(dim=-1)

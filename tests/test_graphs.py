@@ -148,6 +148,13 @@ def test_static_decode_kernels_match_the_reference():
             torch.cat([q, q[:2]]), kc, vc, torch.cat([tables, tables[:2] * 0]), torch.cat([lens, lens[:2] * 0]), 0.3)
         torch.testing.assert_close(padded[:batch], want)
         assert torch.equal(padded[batch:], torch.zeros(2, nh, hd))
+        # The cache starts uninitialised: NaN in slots no length covers must not reach the output.
+        written = torch.arange(nb * bs).view(nb, bs)
+        covered = torch.zeros(nb, bs, dtype=torch.bool)
+        for row, n in zip(tables.long(), lens.tolist()):
+            covered.view(-1)[written[row].flatten()[:n]] = True
+        nan_k, nan_v = kc.masked_fill(~covered[..., None, None], float("nan")), vc.masked_fill(~covered[..., None, None], float("nan"))
+        torch.testing.assert_close(cpu_attention.static_paged_decode_attention(q, nan_k, nan_v, tables, lens, 0.3), want)
         # KV writes: real rows first, then padding (slot -1); padding must leave the cache as the reference does.
         k, v = torch.randn(6, nkv, hd, generator=gen), torch.randn(6, nkv, hd, generator=gen)
         slots = torch.randperm(nb * bs, generator=gen)[:6].int()

@@ -49,7 +49,7 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
     dist.init_process_group(platform.dist_backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
-    model = load_model(config.model, dtype=config.dtype, device=device)
+    model = load_model(config.model, dtype=config.dtype, device=device, max_positions=config.max_model_len)
     return ModelRunner(model, config.num_blocks, config.block_size, config.backend, max_num_seqs=config.max_num_seqs,
                        max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len)
 

@@ -59,6 +59,10 @@ class ModelConfig:
                              f"num_key_value_heads={self.num_key_value_heads}; grouped-query attention needs it")
         if self.head_dim % 2:
             raise ValueError(f"head_dim={self.head_dim} must be even for rotary embeddings")
+        eos = self.eos_token_id
+        if not (eos is None or _is_int(eos) or (isinstance(eos, list) and all(_is_int(t) for t in eos))):
+            raise ValueError(f"eos_token_id must be an integer or a list of integers, got {eos!r}; "
+                             "fix config.json (or generation_config.json)")
 
     # -- derived geometry ------------------------------------------------------------------------
     @property
@@ -143,13 +147,28 @@ class ModelConfig:
         config_file = path / "config.json"
         if not config_file.is_file():
             raise FileNotFoundError(f"{config_file} not found: a model directory needs a Hugging Face config.json")
-        cfg = json.loads(config_file.read_text())
+        cfg = read_json_object(config_file)
         generation_file = path / "generation_config.json"
         if generation_file.is_file():
-            eos = json.loads(generation_file.read_text()).get("eos_token_id")
+            eos = read_json_object(generation_file).get("eos_token_id")
             if eos is not None:
                 cfg["eos_token_id"] = eos
         return cls.from_dict(cfg)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_json_object(file: Path) -> dict[str, Any]:
+    """The JSON object in ``file``; a ValueError naming the file when it is not valid JSON or not an object."""
+    try:
+        value = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{file} is not valid JSON ({exc}); fix the file or download it again") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{file} must hold a JSON object ({{...}}), but it holds a {type(value).__name__}")
+    return value
 
 
 def _rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
@@ -160,7 +179,10 @@ def _rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
     defaults to the top-level one, else to ``max_position_embeddings``.
     """
     params = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
-    theta = float(params.pop("rope_theta", None) or cfg.get("rope_theta") or 10000.0)
+    theta = next((t for t in (params.pop("rope_theta", None), cfg.get("rope_theta"), 10000.0) if t is not None))
+    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not 0 < theta < float("inf"):
+        raise ValueError(f"rope_theta must be a positive number, got {theta!r}; fix config.json")
+    theta = float(theta)
     kind = params.pop("rope_type", None) or params.pop("type", None) or "default"
     params.pop("type", None)
     if kind not in SUPPORTED_ROPE_TYPES:

@@ -28,11 +28,13 @@ def decoder_layer(config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, 
 
 
 class DecoderModel(nn.Module):
-    def __init__(self, config: ModelConfig, dtype: torch.dtype, expert_map: torch.Tensor | None = None) -> None:
+    def __init__(self, config: ModelConfig, dtype: torch.dtype, expert_map: torch.Tensor | None = None,
+                 max_positions: int | None = None) -> None:
         super().__init__()
         self.embed_tokens = VocabParallelEmbedding(config.vocab_size, config.hidden_size, dtype)
-        rotary = RotaryEmbedding(config.head_dim, config.max_position_embeddings, config.rope_theta,
-                                 config.rope_scaling)
+        # One RoPE table shared by every layer, as long as the longest sequence that will run.
+        positions = min(max_positions or config.max_position_embeddings, config.max_position_embeddings)
+        self.rotary_emb = rotary = RotaryEmbedding(config.head_dim, positions, config.rope_theta, config.rope_scaling)
         self.layers = nn.ModuleList(decoder_layer(config, i, rotary, dtype, expert_map)
                                     for i in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
@@ -48,15 +50,16 @@ class CausalLM(nn.Module):
     """A decoder-only language model: ``forward`` gives final hidden states, ``compute_logits`` the logits.
 
     ``expert_map`` (MoE models only; int32 ``[num_experts]``, global id -> local index, -1 = elsewhere) builds
-    every MoE layer with only the experts it owns (see :mod:`.moe`)."""
+    every MoE layer with only the experts it owns (see :mod:`.moe`). ``max_positions`` (default: the config's
+    ``max_position_embeddings``) sizes the RoPE table."""
 
     def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32,
-                 expert_map: torch.Tensor | None = None) -> None:
+                 expert_map: torch.Tensor | None = None, max_positions: int | None = None) -> None:
         super().__init__()
         if expert_map is not None and config.moe is None:
             raise ValueError(f"expert_map is given but {config.architecture} has no experts")
         self.config = config
-        self.model = DecoderModel(config, dtype, expert_map)
+        self.model = DecoderModel(config, dtype, expert_map, max_positions)
         self.lm_head = None if config.tie_word_embeddings else VocabParallelEmbedding(
             config.vocab_size, config.hidden_size, dtype)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 
-from .config import ModelConfig
+from .config import ModelConfig, read_json_object
 from .layers import MergedLinear, Shard, VocabParallelEmbedding
 from .llama import CausalLM
 
@@ -65,7 +65,7 @@ def checkpoint_files(path: str | Path) -> list[Path]:
     path = Path(path)
     index = path / INDEX_FILE
     if index.is_file():
-        weight_map = json.loads(index.read_text()).get("weight_map")
+        weight_map = read_json_object(index).get("weight_map")
         if not isinstance(weight_map, dict):
             raise CheckpointError(f"{index} has no 'weight_map' object (tensor name -> shard file)")
         files = [path / name for name in sorted(set(weight_map.values()))]
@@ -129,17 +129,21 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
     targets, ignored = checkpoint_slices(model), ignored_tensors(model)
     loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
-        with safe_open(str(file), framework="pt", device="cpu") as f:
-            for name in f.keys():
-                target = targets.get(name)
-                if name == LM_HEAD and model.lm_head is None:
-                    tied_lm_head = (f.get_tensor(name), file)
-                elif target is not None:
-                    view, shard = target
-                    _copy(name, f.get_tensor(name) if shard is None else f.get_slice(name), view, file, shard)
-                    loaded.add(name)
-                elif not name.endswith(IGNORED_SUFFIXES) and name not in ignored:
-                    unexpected.append(name)
+        try:
+            with safe_open(str(file), framework="pt", device="cpu") as f:
+                for name in f.keys():
+                    target = targets.get(name)
+                    if name == LM_HEAD and model.lm_head is None:
+                        tied_lm_head = (f.get_tensor(name), file)
+                    elif target is not None:
+                        view, shard = target
+                        _copy(name, f.get_tensor(name) if shard is None else f.get_slice(name), view, file, shard)
+                        loaded.add(name)
+                    elif not name.endswith(IGNORED_SUFFIXES) and name not in ignored:
+                        unexpected.append(name)
+        except (SafetensorError, OSError) as exc:
+            raise CheckpointError(f"{file} is not a readable safetensors file ({exc}); it may be empty or "
+                                  "truncated: download or save it again") from exc
     if tied_lm_head is not None:
         _settle_tied_lm_head(model, *tied_lm_head, loaded)
     missing = sorted(set(targets) - loaded)
@@ -152,11 +156,13 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu", expert_map: torch.Tensor | None = None) -> CausalLM:
+               device: str | torch.device = "cpu", expert_map: torch.Tensor | None = None,
+               max_positions: int | None = None) -> CausalLM:
     """Build the model that ``<path>/config.json`` describes and load its safetensors weights (with an
-    ``expert_map``, only the experts it owns; see :class:`~.llama.CausalLM`)."""
+    ``expert_map``, only the experts it owns; see :class:`~.llama.CausalLM`). ``max_positions`` sizes the
+    RoPE table (default: the config's ``max_position_embeddings``)."""
     config = ModelConfig.from_pretrained(path)
     with torch.device(device):
-        model = CausalLM(config, dtype, expert_map)
+        model = CausalLM(config, dtype, expert_map, max_positions)
     load_weights(model, path)
     return model.eval()

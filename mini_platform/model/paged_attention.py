@@ -35,13 +35,17 @@ class AttentionMetadata:
 def allocate_kv_caches(num_layers: int, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                        dtype: torch.dtype, device: str | torch.device = "cpu"
                        ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Zeroed ``(key_cache, value_cache)`` per layer, each ``[num_blocks, block_size, num_kv_heads, head_dim]``."""
+    """``(key_cache, value_cache)`` per layer, each ``[num_blocks, block_size, num_kv_heads, head_dim]``.
+
+    Left uninitialised (``torch.empty``): kernels read only the slots they were given, so nothing needs zeros,
+    and on a CPU the operating system backs only the pages the requests really write.
+    """
     if min(num_layers, num_blocks, block_size, num_kv_heads, head_dim) < 1:
         raise ValueError(f"every KV cache dimension must be >= 1, got num_layers={num_layers}, "
                          f"num_blocks={num_blocks}, block_size={block_size}, num_kv_heads={num_kv_heads}, "
                          f"head_dim={head_dim}")
     shape = (num_blocks, block_size, num_kv_heads, head_dim)
-    return [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+    return [(torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
             for _ in range(num_layers)]
 
 

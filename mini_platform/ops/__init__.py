@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 from typing import Any, Callable, Iterator
 
@@ -112,13 +113,16 @@ def current_backend(backend: str | None = None) -> str:
 
 
 def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
-    """The implementation of ``kernel`` in ``backend`` (or the current backend)."""
+    """The implementation of ``kernel`` in ``backend`` (or the current backend).
+
+    The backend's module is imported once; the function is looked up on it at every call, so a kernel
+    swapped on the module (``monkeypatch``, a learner's own implementation) takes effect at once."""
     if kernel not in KERNEL_MODULES:
         raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNEL_MODULES)}")
     name = current_backend(backend)
     module_name = f"{BACKEND_PACKAGES[name]}.{KERNEL_MODULES[kernel]}"
     try:
-        module = importlib.import_module(module_name)
+        module = _import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise  # the module exists but a dependency of it is missing: say so, do not hide it
@@ -127,6 +131,11 @@ def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
     if impl is None:
         raise KernelUnavailableError(kernel, name, f"{module_name} does not define it")
     return impl
+
+
+def _import_module(module_name: str) -> Any:
+    """The module, from ``sys.modules`` when already imported (every layer of every step asks again)."""
+    return sys.modules.get(module_name) or importlib.import_module(module_name)
 
 
 # -- the public kernels --------------------------------------------------------------------------

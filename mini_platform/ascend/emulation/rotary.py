@@ -11,7 +11,8 @@ Sources:
   **Quirk, reproduced here:** the expanded cos/sin tables are C++ ``static`` tensors built on the
   first call of the process; every later call ignores its ``cos_sin_cache`` argument. The real op
   would silently keep using the first table; this emulation raises instead when a later call passes
-  a different table, so the mistake shows up on CPU.
+  a table whose result would differ (anything but the first table or a prefix of it, i.e. the same
+  RoPE for a shorter context), so the mistake shows up on CPU.
 - ``npu_rotary_mul``: ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_rotary_mul.md``:
   ``x * r1 + rotate(x) * r2`` with ``rotate(x) = cat(-x2, x1)`` over the halves of the last dim in
   ``'half'`` mode and ``(-x[1::2], x[::2])`` interleaved in ``'interleave'`` mode; 3-D/4-D inputs,
@@ -69,8 +70,10 @@ def _npu_rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: tor
     global _static_cos_sin_cache
     if _static_cos_sin_cache is None:
         _static_cos_sin_cache = cos_sin_cache.detach().clone()
-    elif (_static_cos_sin_cache.shape != cos_sin_cache.shape
-          or not torch.equal(_static_cos_sin_cache, cos_sin_cache.to(_static_cos_sin_cache.dtype))):
+    elif (_static_cos_sin_cache.shape[1:] != cos_sin_cache.shape[1:]
+          or cos_sin_cache.shape[0] > _static_cos_sin_cache.shape[0]
+          or not torch.equal(_static_cos_sin_cache[:cos_sin_cache.shape[0]],
+                             cos_sin_cache.to(_static_cos_sin_cache.dtype))):
         raise RuntimeError(
             "_npu_rotary_embedding was given a cos_sin_cache different from the first one of this process; "
             "the real op caches the first table in a C++ static and would silently keep using it. "

@@ -11,15 +11,38 @@ interleaved style, which must equal that width.
 Beware on real hardware: the op builds its cos/sin tables from the ``cos_sin_cache`` of its *first*
 call and keeps them in a C++ static for the life of the process (op-plugin ``RopeAtb.cpp``); a
 second model with another RoPE table in the same process silently gets the first table. The CPU
-emulation raises in that case instead.
+emulation raises in that case instead, and the engine refuses such a model when it is built
+(:func:`claim_cos_sin_cache`).
 """
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import torch
 
 from ...ops.cpu.rotary import check_rotary_args
+
+# (the torch_npu module, the first table claimed while it was loaded): the table the op will keep.
+_claimed: tuple[Any, torch.Tensor] | None = None
+
+
+def claim_cos_sin_cache(cos_sin_cache: torch.Tensor) -> None:
+    """Reserve the process's rotary table for a model, or refuse it: the op keeps its first table, so a later
+    model may only use the same table or a prefix of it (a shorter context). Imports torch_npu."""
+    global _claimed
+    torch_npu = importlib.import_module("torch_npu")
+    if _claimed is None or _claimed[0] is not torch_npu:   # a new (emulated) torch_npu stands for a new process
+        _claimed = (torch_npu, cos_sin_cache.detach().clone())
+        return
+    first, n = _claimed[1], cos_sin_cache.shape[0]
+    if (cos_sin_cache.shape[1:] != first.shape[1:] or n > first.shape[0]
+            or not torch.equal(first[:n].to(cos_sin_cache.device, cos_sin_cache.dtype), cos_sin_cache)):
+        raise ValueError(
+            f"this model's RoPE table {tuple(cos_sin_cache.shape)} differs from the one an earlier model claimed in "
+            f"this process {tuple(first.shape)}; torch_npu's _npu_rotary_embedding keeps the first table it sees, so "
+            "this model would be silently wrong on Ascend. Run it in its own process (or, for the same model, give "
+            "it a max_model_len no longer than the first one's)")
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,

@@ -2,16 +2,24 @@
 
 The cache of one layer is two tensors, key and value, each ``[num_blocks, block_size, nkv, hd]``
 (the layout vllm-ascend uses, so one layout serves every backend). Token ``t`` of a request lives in
-slot ``block_table[t // block_size] * block_size + t % block_size``. This module favours clarity:
-it loops over requests and gathers each request's K/V into a dense tensor.
+slot ``block_table[t // block_size] * block_size + t % block_size``.
 
-That loop reads lengths on the host, which a graph cannot hold (see :mod:`mini_platform.ops.graph`).
-While a graph is being captured, the two decode-step kernels take a fixed-shape form instead, with no
-host reads: :func:`static_reshape_and_cache` and :func:`static_paged_decode_attention`.
+Two versions of paged attention, equal up to float rounding:
+
+- :func:`paged_attention_reference` loops over requests, gathers each one's K/V into a dense tensor
+  and attends: the readable specification every other version is tested against;
+- :func:`paged_attention`, the ``cpu`` kernel the engine runs, does the same for all requests at once:
+  it gathers K/V by block table into a padded batch and runs one masked ``scaled_dot_product_attention``
+  (decode requests and prompt requests in separate batches, so a long prompt does not pad every decode).
+
+Both read lengths on the host, which a graph cannot hold (see :mod:`mini_platform.ops.graph`). While a
+graph is being captured, the two decode-step kernels take a fixed-shape form instead, with no host reads:
+:func:`static_reshape_and_cache` and :func:`static_paged_decode_attention`.
 """
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..graph import is_capturing
 
@@ -80,12 +88,13 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     num_blocks, block_size = key_cache.shape[:2]
     slots = slot_mapping.long()
     keep = slots >= 0
-    slots = slots[keep]
+    if not bool(keep.all()):
+        slots, key, value = slots[keep], key[keep], value[keep]
     if slots.numel() and int(slots.max()) >= num_blocks * block_size:
         raise ValueError(f"slot {int(slots.max())} is outside the cache ({num_blocks} blocks x {block_size} slots)")
     blocks, offsets = slots // block_size, slots % block_size
-    key_cache[blocks, offsets] = key[keep].to(key_cache.dtype)
-    value_cache[blocks, offsets] = value[keep].to(value_cache.dtype)
+    key_cache.index_put_((blocks, offsets), key.to(key_cache.dtype))
+    value_cache.index_put_((blocks, offsets), value.to(value_cache.dtype))
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, first_visible: int) -> torch.Tensor:
@@ -102,10 +111,11 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, fir
     return torch.einsum("hqk,khd->qhd", scores.softmax(dim=-1), v)
 
 
-def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                    block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
-                    scale: float) -> torch.Tensor:
-    """Causal attention for a packed mixed batch (see ``mini_platform.ops.paged_attention``)."""
+def paged_attention_reference(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                              block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
+                              scale: float) -> torch.Tensor:
+    """Causal attention for a packed mixed batch (see ``mini_platform.ops.paged_attention``), one request
+    at a time: the specification."""
     check_attention_args(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens)
     starts, lens = query_start_loc.tolist(), seq_lens.tolist()
     _check_values(query, key_cache.shape[1], block_tables, starts, lens)
@@ -117,6 +127,88 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
         k = gather_kv(key_cache, block_tables[b], seq_len)
         v = gather_kv(value_cache, block_tables[b], seq_len)
         out[starts[b]:starts[b + 1]] = _attend(q, k, v, scale, seq_len - q.shape[0]).to(query.dtype)
+    return out
+
+
+def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tables: torch.Tensor,
+                   seq_lens: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """K and V of several requests gathered slot by slot into fp32 ``[B, max_len, nkv, hd]``, and the mask
+    ``[B, max_len]`` of the positions each request has written (``< seq_len``).
+
+    Positions past a request's ``seq_len`` read its last written slot again: slots never written (the rest of
+    its last block, unused block-table entries) may hold anything, NaN included, which a mask alone lets through.
+    """
+    block_size = key_cache.shape[1]
+    positions = torch.arange(max_len, device=key_cache.device)[None, :]
+    clamped = torch.minimum(positions, seq_lens[:, None] - 1)                                    # [B, L]
+    slots = block_tables.long().gather(1, clamped // block_size) * block_size + clamped % block_size
+    k, v = (cache.flatten(0, 1).index_select(0, slots.flatten()).unflatten(0, slots.shape).float()
+            for cache in (key_cache, value_cache))
+    return k, v, positions < seq_lens[:, None]
+
+
+def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, rows: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
+                    scale: float) -> torch.Tensor:
+    """Requests with one query each (row ``rows[b]``, the last position): it sees every written key.
+    Returns their outputs ``[B, nh, hd]`` in the query's dtype.
+
+    Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
+    ``nh // nkv`` queries against it, so K/V are never repeated per head."""
+    k, v, written = _gather_padded(key_cache, value_cache, block_tables, seq_lens, max_len)
+    num_kv_heads = k.shape[2]
+    q = query[rows].float().unflatten(1, (num_kv_heads, -1))                       # [B, nkv, nh // nkv, hd]
+    bias = torch.zeros(written.shape, device=q.device).masked_fill_(~written, float("-inf"))   # additive mask
+    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias[:, None, None],
+                                            scale=scale)
+    return result.flatten(1, 2).to(query.dtype)
+
+
+def _attend_prompts(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, starts: list[int], q_lens: list[int], seq_lens: list[int],
+                    scale: float, out: torch.Tensor) -> None:
+    """Requests with several queries each, padded to the longest query ``[B, Q, nh, hd]``. Query ``j`` of request
+    ``b`` sits at position ``seq_lens[b] - q_lens[b] + j`` and sees the keys up to it; padding rows see key 0 at
+    least (no empty softmax) and are dropped."""
+    device = query.device
+    seq_len = torch.tensor(seq_lens, device=device)
+    k, v, _ = _gather_padded(key_cache, value_cache, block_tables, seq_len, max(seq_lens))
+    q_len = torch.tensor(q_lens, device=device)
+    j = torch.arange(max(q_lens), device=device)
+    valid = j[None, :] < q_len[:, None]                      # [B, Q]: real query rows
+    rows = (torch.tensor(starts, device=device)[:, None] + j[None, :]).masked_fill(~valid, 0)
+    q_pos = seq_len[:, None] - q_len[:, None] + j[None, :]
+    visible = torch.arange(k.shape[1], device=device)[None, None, :] <= q_pos[:, :, None]   # [B, Q, L]
+    result = F.scaled_dot_product_attention(query[rows].float().transpose(1, 2), k.transpose(1, 2),
+                                            v.transpose(1, 2), attn_mask=visible[:, None], scale=scale,
+                                            enable_gqa=True)   # [B, nh, Q, hd]
+    out[rows[valid]] = result.transpose(1, 2)[valid].to(out.dtype)
+
+
+def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                    block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor,
+                    scale: float) -> torch.Tensor:
+    """Causal attention for a packed mixed batch (see ``mini_platform.ops.paged_attention``), batched:
+    the same result as :func:`paged_attention_reference`, up to float rounding. Decode requests (one query)
+    and prompt requests (several) run as two batches, so a long prompt does not pad every decode."""
+    check_attention_args(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens)
+    starts, lens = query_start_loc.tolist(), seq_lens.tolist()
+    _check_values(query, key_cache.shape[1], block_tables, starts, lens)
+    q_lens = [end - start for start, end in zip(starts, starts[1:])]
+    decodes = [b for b, n in enumerate(q_lens) if n == 1]
+    if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
+        return _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
+                               seq_lens.long(), max(lens), scale)
+    out = torch.zeros_like(query)
+    if decodes:
+        rows = torch.tensor([starts[b] for b in decodes], device=query.device)
+        out[rows] = _attend_decodes(query, key_cache, value_cache, block_tables[decodes], rows,
+                                    torch.tensor([lens[b] for b in decodes], device=query.device),
+                                    max(lens[b] for b in decodes), scale)
+    prompts = [b for b, n in enumerate(q_lens) if n > 1]
+    if prompts:
+        _attend_prompts(query, key_cache, value_cache, block_tables[prompts], [starts[b] for b in prompts],
+                        [q_lens[b] for b in prompts], [lens[b] for b in prompts], scale, out)
     return out
 
 
@@ -165,8 +257,11 @@ def static_paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, 
     group = query.shape[1] // key_cache.shape[2]
     k = key_cache[block_tables.long()].flatten(1, 2).float().repeat_interleave(group, dim=2)  # [B, L, nh, hd]
     v = value_cache[block_tables.long()].flatten(1, 2).float().repeat_interleave(group, dim=2)
-    scores = torch.einsum("bhd,blhd->bhl", query.float(), k) * scale
     hidden = torch.arange(k.shape[1], device=query.device)[None, :] >= seq_lens[:, None]
+    # Slots past a length may never have been written (the cache starts uninitialised): zero them, so that
+    # a NaN there cannot leak through 0 * NaN.
+    k, v = (t.masked_fill(hidden[:, :, None, None], 0.0) for t in (k, v))
+    scores = torch.einsum("bhd,blhd->bhl", query.float(), k) * scale
     scores = scores.masked_fill(hidden[:, None, :], float("-inf"))
     probs = scores.softmax(dim=-1).nan_to_num(0.0)  # all keys masked (padding) -> zeros
     return torch.einsum("bhl,blhd->bhd", probs, v).to(query.dtype)

@@ -34,7 +34,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
     else:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
         rotated = torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
-    return torch.cat((rotated, rest), dim=-1).reshape(x.shape).to(x.dtype)
+    if rest.shape[-1]:  # partial rotary: the last head_size - rot_dim dims pass through
+        rotated = torch.cat((rotated, rest), dim=-1)
+    return rotated.reshape(x.shape).to(x.dtype)
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,

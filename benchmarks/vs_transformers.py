@@ -1,0 +1,127 @@
+"""mini_platform's ``LLM.generate`` against Hugging Face transformers' batched ``generate`` on the CPU.
+
+    python benchmarks/vs_transformers.py [--threads 1] [--repeat 3]
+
+Both sides run one process, the same tiny random Llama (``mini_platform.model.tiny``: 2 layers,
+hidden 64, vocab 257, max context 512), fp32, greedy decoding, EOS ignored, ``--threads`` torch
+threads (1 by default). The generated tokens are checked equal, token for token, before any figure
+is printed; a mismatch exits with status 1.
+
+Two workloads, prompts of 8..64 random tokens from ``random.Random(0)``:
+
+- fixed: 16 prompts x 64 output tokens. transformers gets one left-padded batch.
+- mixed: 64 prompts whose output lengths are uniform in 8..128. transformers gets one left-padded
+  batch and runs every row to the longest output (what a padded batch does); only each prompt's own
+  tokens count as useful. mini_platform gives each request its own ``max_tokens``.
+
+Each side runs once to warm up, then ``--repeat`` times, the two sides alternating; the best run of each
+counts. Both clocks are printed: the CPU time of this process (one thread, so little disturbed by other
+work on a shared machine) and the wall clock. The figures are ratios from one run on the machine printed
+with them, never asserted in tests.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from mini_platform import LLM, SamplingParams
+from mini_platform.model import make_tiny_checkpoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+import hostinfo  # noqa: E402
+
+PAD = 0
+
+
+def make_prompts(num_prompts: int, seed: int = 0, vocab: int = 257) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(3, vocab) for _ in range(rng.randint(8, 64))] for _ in range(num_prompts)]
+
+
+def hf_generate(model, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    """One left-padded batch through transformers' greedy ``generate``; each row's new tokens."""
+    import transformers as tf
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[PAD] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    config = tf.GenerationConfig(max_new_tokens=max_new_tokens, min_new_tokens=None, do_sample=False,
+                                 eos_token_id=None, pad_token_id=PAD)
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+    return out[:, width:].tolist()
+
+
+def ours_generate(llm: LLM, prompts: list[list[int]], lengths: list[int]) -> list[list[int]]:
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lengths]
+    return [out.token_ids for out in llm.generate(prompts, params)]
+
+
+def timed(fn: Callable[[], list[list[int]]]) -> tuple[float, float, list[list[int]]]:
+    """``(cpu_seconds, wall_seconds, result)`` of one call. CPU time counts only this process (one thread),
+    so other work on a shared machine disturbs it far less than the wall clock."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = fn()
+    return time.process_time() - cpu, time.perf_counter() - wall, result
+
+
+def compare(name: str, llm: LLM, hf_model, prompts: list[list[int]], lengths: list[int], repeat: int) -> bool:
+    """Run both sides ``repeat`` times, alternating (after one warm-up each); keep each side's best run."""
+    runs = {"transformers": lambda: [row[:n] for row, n in zip(hf_generate(hf_model, prompts, max(lengths)), lengths)],
+            "mini_platform": lambda: ours_generate(llm, prompts, lengths)}
+    best = {side: (float("inf"), float("inf")) for side in runs}
+    tokens = {}
+    for side, fn in runs.items():
+        tokens[side] = fn()  # warm-up
+    for _ in range(repeat):
+        for side, fn in runs.items():
+            cpu, wall, _ = timed(fn)
+            best[side] = (min(best[side][0], cpu), min(best[side][1], wall))
+    if tokens["transformers"] != tokens["mini_platform"]:
+        bad = next(i for i, (a, b) in enumerate(zip(tokens["transformers"], tokens["mini_platform"])) if a != b)
+        print(f"{name}: MISMATCH at prompt {bad}: transformers {tokens['transformers'][bad][:12]}... "
+              f"vs ours {tokens['mini_platform'][bad][:12]}...")
+        return False
+    useful = sum(lengths)
+    print(f"{name}: {len(prompts)} prompts, {useful} useful tokens (transformers computes {len(prompts) * max(lengths)}); "
+          f"same tokens: yes")
+    for side, (cpu, wall) in best.items():
+        print(f"  {side:14} {useful / cpu:8.1f} useful tok/s of CPU time ({cpu:5.2f} s)   wall {wall:5.2f} s")
+    (hf_cpu, hf_wall), (our_cpu, our_wall) = best["transformers"], best["mini_platform"]
+    print(f"  mini_platform / transformers: {hf_cpu / our_cpu:.2f}x by CPU time, {hf_wall / our_wall:.2f}x by wall time")
+    return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    import transformers as tf
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = make_tiny_checkpoint(Path(tmp) / "tiny", "llama")
+        hf_model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        hf_model.generation_config.eos_token_id = None  # else generate fills in the config's EOS
+        llm = LLM(path, max_num_seqs=64, enable_prefix_caching=False)
+        print(f"machine: {hostinfo.describe()}, torch {torch.__version__}, transformers {tf.__version__}, "
+              f"{torch.get_num_threads()} thread(s)")
+        print(f"model: tiny random Llama (2 layers, hidden 64, vocab 257), fp32, greedy, cpu backend; "
+              f"transformers attention: {hf_model.config._attn_implementation}")
+        fixed = make_prompts(16, seed=0)
+        ok = compare("fixed", llm, hf_model, fixed, [64] * len(fixed), args.repeat)
+        rng = random.Random(1)
+        mixed = make_prompts(64, seed=2)
+        ok &= compare("mixed", llm, hf_model, mixed, [rng.randint(8, 128) for _ in mixed], args.repeat)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
