@@ -63,11 +63,15 @@ class EngineConfig:
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
-        if self.enforce_eager not in (None, True, False):
+        if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
             raise ValueError(f"enforce_eager must be True, False or None (the platform's default), "
                              f"got {self.enforce_eager!r}")
         if self.cudagraph_capture_sizes is not None:
             self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
+            if self.cudagraph_capture_sizes[-1] > self.max_num_batched_tokens:
+                raise ValueError(f"cudagraph_capture_sizes has {self.cudagraph_capture_sizes[-1]}, more than "
+                                 f"max_num_batched_tokens={self.max_num_batched_tokens} (a step never holds more "
+                                 "tokens, so that graph could never replay); lower it or raise max_num_batched_tokens")
         if self.moe_comm not in MOE_COMM_METHODS:
             raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
         for name in ("enable_prefix_caching", "enable_chunked_prefill"):

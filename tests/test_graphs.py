@@ -222,6 +222,22 @@ def test_graph_options_are_checked(checkpoints):
         LLM(checkpoints["llama"], backend="triton", enforce_eager=False)
 
 
+@pytest.mark.parametrize("flag", [0, 1, "no"])
+def test_enforce_eager_must_be_a_bool(checkpoints, flag):
+    # 0 == False in Python, but `enforce_eager is not False` would run it eagerly: refuse non-bools.
+    with pytest.raises(ValueError, match="enforce_eager"):
+        LLM(checkpoints["llama"], enforce_eager=flag)
+
+
+def test_capture_sizes_above_the_token_budget_are_refused(checkpoints):
+    # A graph of size S holds S tokens; a step never has more than max_num_batched_tokens, so such a graph
+    # could never replay, and its persistent buffers would be sized by it (a huge size ran out of memory).
+    with pytest.raises(ValueError, match=r"cudagraph_capture_sizes.*max_num_batched_tokens=64"):
+        LLM(checkpoints["llama"], enforce_eager=False, max_num_batched_tokens=64, cudagraph_capture_sizes=[8, 65])
+    with pytest.raises(ValueError, match="cudagraph_capture_sizes"):
+        LLM(checkpoints["llama"], enforce_eager=False, cudagraph_capture_sizes=[10**12])
+
+
 def test_uncapturable_kernels_fall_back_to_eager_with_a_warning(checkpoints, monkeypatch):
     from mini_platform.ops.cpu import activation
 

@@ -264,6 +264,15 @@ def test_unsupported_moe_features_are_named(tmp_path, arch, changes, match):
         load_model(path)
 
 
+@pytest.mark.parametrize("layers", ["0", 1, [0.0]])
+def test_mlp_only_layers_must_be_a_list_of_layer_indices(tmp_path, layers):
+    # A string "0" used to be read as the set {"0"}: no layer dense, silently (transformers fails on it).
+    path = make_tiny_checkpoint(tmp_path, arch="qwen2_moe")
+    _edit_config(path, mlp_only_layers=layers)
+    with pytest.raises(ValueError, match="mlp_only_layers"):
+        ModelConfig.from_pretrained(path)
+
+
 def test_missing_and_foreign_expert_tensors_are_named(tmp_path):
     path = make_tiny_checkpoint(tmp_path, arch="mixtral")
     tensors = load_file(path / "model.safetensors")

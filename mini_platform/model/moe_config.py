@@ -76,9 +76,11 @@ def moe_config(arch: str, cfg: dict[str, Any]) -> MoEConfig | None:
     if arch == "Qwen2MoeForCausalLM":
         num_experts = cfg.get("num_experts", 60)
         step = cfg.get("decoder_sparse_step", 1)
-        dense = set(cfg.get("mlp_only_layers") or [])
+        dense = cfg.get("mlp_only_layers") or []
         if not isinstance(step, int) or step < 1:
             raise ValueError(f"decoder_sparse_step must be a positive integer, got {step!r}")
+        if not isinstance(dense, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in dense):
+            raise ValueError(f"mlp_only_layers must be a list of layer indices (integers), got {dense!r}")
         sparse = tuple(i for i in range(layers) if i not in dense and num_experts > 0 and (i + 1) % step == 0)
         if not sparse:
             return None
