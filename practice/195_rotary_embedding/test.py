@@ -54,7 +54,7 @@ def test_random_against_complex_rotation(case, neox, dtype):
     q_out, k_out = rotary_embedding(positions, q, k, hd, cache, neox)
     assert torch.equal(q, q0) and torch.equal(k, k0), "inputs must not be modified"
     assert q_out.dtype == k_out.dtype == dtype and q_out.shape == q.shape and k_out.shape == k.shape
-    tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+    tol = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]   # fp32: as exercise 203; vLLM builds the table in fp32
     torch.testing.assert_close(q_out.double(), reference(q, positions, hd, rot_dim, base, neox), rtol=tol, atol=tol)
     torch.testing.assert_close(k_out.double(), reference(k, positions, hd, rot_dim, base, neox), rtol=tol, atol=tol)
     if rot_dim < hd:  # the pass-through part is bit-exact
