@@ -33,6 +33,14 @@ def test_random_against_torch(seed, dtype):
     torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
 
 
+def test_eps_inside_the_square_root():
+    # rows whose mean square is comparable to eps: where eps goes decides the result
+    x = torch.tensor([[1e-3, -2e-3, 3e-3, 0.0], [1e-2, 1e-2, -1e-2, 1e-2], [0.0, 0.0, 0.0, 0.0]])
+    w = torch.tensor([1.0, 2.0, 0.5, 1.0])
+    out = rms_norm(x, w, 1e-5)
+    torch.testing.assert_close(out, F.rms_norm(x.double(), (4,), w.double(), 1e-5).float(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_fused_add(dtype):
     g = torch.Generator().manual_seed(42)

@@ -62,6 +62,17 @@ def test_random_against_complex_rotation(case, neox, dtype):
         assert torch.equal(q_out.reshape(T, nh, hd)[..., rot_dim:], tail)
 
 
+def test_large_fp16_values_are_rotated_in_fp32():
+    """Products of values near 1000 are rounded to 0.5 in fp16; computed in fp32 and rounded once,
+    a rotated value is within fp16's relative precision."""
+    g = torch.Generator().manual_seed(195)
+    q = ((torch.rand(8, 2 * 16, generator=g) * 2 - 1) * 1000).half()
+    positions = torch.randint(0, 64, (8,), generator=g)
+    cache = build_cos_sin_cache(64, 16, 10000.0)
+    out, _ = rotary_embedding(positions, q, q, 16, cache, True)
+    torch.testing.assert_close(out.double(), reference(q, positions, 16, 16, 10000.0, True), rtol=2e-3, atol=0.05)
+
+
 def test_position_zero_is_identity_and_bad_shapes():
     cache = build_cos_sin_cache(4, 8, 10000.0)
     q = torch.randn(2, 16, generator=torch.Generator().manual_seed(0))
