@@ -120,6 +120,13 @@ def test_blank_selection_counts_as_unset(blank):
     assert resolve(builtin, {}, {SELECT: blank, TARGET: "cpu"}) == "b.Cpu"
 
 
+def test_selected_name_is_stripped():
+    builtin = {"cpu": on("b.Cpu")}
+    oot = {"ascend": on("o.Ascend"), "xpu": on("o.Xpu")}
+    assert resolve(builtin, oot, {SELECT: " xpu\t"}) == "o.Xpu"
+    assert calls(oot) == {"ascend": 0, "xpu": 1}
+
+
 def test_selecting_an_unknown_name_is_an_error_naming_it():
     builtin = {"cpu": on("b.Cpu")}
     oot = {"ascend": on("o.Ascend")}
@@ -408,6 +415,14 @@ def test_dunder_names_are_never_forwarded(device_modules):
         with pytest.raises(AttributeError):
             getattr(p, name)
         assert not hasattr(p, name)
+
+
+def test_names_with_double_underscores_at_one_end_only_are_forwarded(device_modules):
+    device_modules["npu"] = device_module("fake_npu", __private=1, tail__=2, _x_=3, ____=4)
+    p = npu_platform_class()()
+    assert (getattr(p, "__private"), getattr(p, "tail__"), getattr(p, "_x_")) == (1, 2, 3)
+    with pytest.raises(AttributeError):
+        getattr(p, "____")                  # starts and ends with "__"
 
 
 def test_copy_and_pickle_give_equal_objects(device_modules):
