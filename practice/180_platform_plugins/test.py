@@ -168,7 +168,7 @@ def test_cpu_target_with_unavailable_cpu_is_an_error(cpu):
     assert cpu.calls == 1 and builtin["cuda"].calls == 0 and oot["ascend"].calls == 0
 
 
-@pytest.mark.parametrize("target", ["cuda", "npu", ""])
+@pytest.mark.parametrize("target", ["cuda", "npu", "", "CPU", " cpu"])   # only exactly "cpu" counts
 def test_other_targets_do_not_short_circuit(target):
     builtin = {"cpu": on("b.Cpu"), "cuda": off()}
     oot = {"ascend": on("o.Ascend")}

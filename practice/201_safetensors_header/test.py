@@ -90,6 +90,10 @@ def _raw_header(header_obj, data):
     return struct.pack("<Q", len(text)) + text + data
 
 
+NOT_UTF8_HEADER = b'{"\xe9":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}'
+NOT_UTF8 = struct.pack("<Q", len(NOT_UTF8_HEADER)) + NOT_UTF8_HEADER
+
+
 # File-level problems: the statement gives no wording, so only the exception type is tested.
 @pytest.mark.parametrize("blob", [
     b"\x01\x00",                                     # fewer than 8 bytes
@@ -97,6 +101,7 @@ def _raw_header(header_obj, data):
     struct.pack("<Q", 2) + b"[]",                    # not an object
     struct.pack("<Q", 3) + b"{x}",                   # not JSON
     struct.pack("<Q", 2) + b"\xff\xfe",              # not UTF-8
+    NOT_UTF8,                                         # valid JSON in Latin-1, but not UTF-8
     _raw_header({}, b"\x00"),                        # no tensors, but a non-empty buffer
     _raw_header({"__metadata__": {"a": "b"}}, b"\x00"),
 ])

@@ -57,6 +57,14 @@ def test_missing_lists_all_before_unexpected():
     assert message.index("a.k_proj.weight") < message.index("a.v_proj.weight") < message.index("norm.weight")
 
 
+def test_missing_names_are_sorted_whatever_the_parameter_order():
+    with pytest.raises(sub.LoadPlanError) as info:
+        sub.plan_loading({}, {"z.weight": 1, "m.qkv_proj.weight": 8, "a.weight": 1}, PACKED)
+    message = str(info.value)
+    names = ["a.weight", "m.k_proj.weight", "m.q_proj.weight", "m.v_proj.weight", "z.weight"]
+    assert [message.index(n) for n in names] == sorted(message.index(n) for n in names), message
+
+
 def test_unexpected_lists_all():
     weight_map = {"norm.weight": "f", "z.bias": "f", "b.weight": "g"}
     with pytest.raises(sub.LoadPlanError) as info:
