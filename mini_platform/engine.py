@@ -17,9 +17,10 @@ from typing import Any, Sequence, Union
 import torch
 
 from . import ops, platforms, plugins
+from .compilation.capture_sizes import check_capture_sizes
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
-from .model_runner import ModelRunner
+from .model_runner import build_model_runner
 from .sampler import SamplingParams, make_generator, sample
 from .scheduler import Request, Scheduler
 
@@ -42,6 +43,8 @@ class EngineConfig:
     dtype: str | torch.dtype = "float32"
     backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
     device: str | None = None   # None = the platform's device
+    enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
+    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule
 
     def __post_init__(self) -> None:
         for name in ("block_size", "max_num_seqs", "max_num_batched_tokens"):
@@ -49,6 +52,11 @@ class EngineConfig:
         for name in ("num_kv_blocks", "max_model_len"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
+        if self.enforce_eager not in (None, True, False):
+            raise ValueError(f"enforce_eager must be True, False or None (the platform's default), "
+                             f"got {self.enforce_eager!r}")
+        if self.cudagraph_capture_sizes is not None:
+            self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
         if not (Path(self.model) / "config.json").is_file():
             raise ValueError(f"model={self.model!r} is not a checkpoint directory with a config.json")
 
@@ -134,7 +142,11 @@ class LLMEngine:
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
                                    config.enable_chunked_prefill, model_config.eos_token_ids)
-        self.runner = ModelRunner(self.model, num_blocks, config.block_size, config.backend)
+        self.runner = build_model_runner(
+            self.model, num_blocks, config.block_size, config.backend, platform=platform,
+            enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
+            max_num_seqs=config.max_num_seqs, max_num_batched_tokens=config.max_num_batched_tokens,
+            max_model_len=self.max_model_len)
         self.tokenizer = _Tokenizer(Path(config.model))
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
@@ -223,10 +235,14 @@ class LLMEngine:
                 del self.requests[request.request_id]
         return outputs
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
+        g = self.runner.graph_stats
         return {"num_preemptions": self.scheduler.num_preemptions,
                 "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
-                "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks}
+                "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks,
+                "cudagraph_capture_sizes": g.capture_sizes, "graph_capture_seconds": g.capture_seconds,
+                "num_graph_steps": g.num_graph_steps, "num_eager_steps": g.num_eager_steps,
+                "num_padded_tokens": g.num_padded_tokens}
 
     def _output(self, request: Request) -> RequestOutput:
         text = None
@@ -241,7 +257,9 @@ class LLM:
 
     Options (all keyword): block_size=16, num_kv_blocks=None (room for max_num_seqs full-length
     requests, at most 1 GiB), max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None,
-    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None.
+    enable_prefix_caching=True, enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
+    enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
+    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512)).
     """
 
     def __init__(self, model: str | Path, **options: Any) -> None:

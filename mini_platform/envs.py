@@ -6,6 +6,7 @@
 | ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time) |
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
+| ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ SELECT = "MINI_PLATFORM"
 TARGET_DEVICE = "MINI_PLATFORM_TARGET_DEVICE"
 PLUGINS = "MINI_PLATFORM_PLUGINS"
 KERNEL_BACKEND = "MINI_PLATFORM_KERNEL_BACKEND"
+NPU_MOE_ROUTING = "MINI_PLATFORM_NPU_MOE_ROUTING"
+NPU_MOE_ROUTINGS = ("v1", "v2")
 
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -44,3 +47,11 @@ def plugin_allow_list(env: Mapping[str, str] | None = None) -> frozenset[str] | 
 def kernel_backend(env: Mapping[str, str] | None = None) -> str | None:
     value = _env(env).get(KERNEL_BACKEND, "").strip().lower()
     return value or None
+
+
+def npu_moe_routing(env: Mapping[str, str] | None = None) -> str:
+    """``v1`` or ``v2`` from ``MINI_PLATFORM_NPU_MOE_ROUTING`` (default ``v2``); anything else is an error."""
+    value = _env(env).get(NPU_MOE_ROUTING, "").strip().lower() or "v2"
+    if value not in NPU_MOE_ROUTINGS:
+        raise ValueError(f"{NPU_MOE_ROUTING}={value!r} is not a known npu MoE routing; use one of {list(NPU_MOE_ROUTINGS)}")
+    return value

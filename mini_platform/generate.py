@@ -1,6 +1,6 @@
 """Greedy generation from the command line with the reference (contiguous KV cache) model.
 
-    python -m mini_platform.generate --make-tiny /tmp/tiny --arch qwen2 --seed 0
+    python -m mini_platform.generate --make-tiny /tmp/tiny --arch qwen2 --seed 0   (or llama, mixtral, qwen2_moe)
     python -m mini_platform.generate --model /tmp/tiny --prompt-ids 1,2,3 --max-tokens 8 [--backend triton]
 
 The last line printed is the generated token ids, comma-separated. Bad input exits with status 2.
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 BACKENDS = ("cpu", "triton", "npu")
+TINY_ARCHS = ("llama", "qwen2", "mixtral", "qwen2_moe")  # mini_platform.model.tiny.ARCHITECTURES (no torch import here)
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="torch device for weights and cache (default: cuda for --backend triton "
                                     "when a GPU is present, else cpu)")
     p.add_argument("--make-tiny", type=Path, metavar="DIR", help="write a tiny random checkpoint to DIR and exit")
-    p.add_argument("--arch", choices=("llama", "qwen2"), default="llama", help="architecture for --make-tiny")
+    p.add_argument("--arch", choices=TINY_ARCHS, default="llama", help="architecture for --make-tiny")
     p.add_argument("--seed", type=int, default=0, help="random seed for --make-tiny")
     return p
 

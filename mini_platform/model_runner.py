@@ -1,66 +1,181 @@
 """The model runner: turn one scheduled step into tensors, run the model over the paged KV cache,
 and return the logits of the positions that produce a token.
 
-All requests of a step are packed along one token axis (no padding): request ``b`` owns rows
+All requests of a step are packed along one token axis: request ``b`` owns rows
 ``query_start_loc[b]:query_start_loc[b+1]``, whatever mix of prompt chunks and decodes they are.
+The inputs live in persistent buffers (:class:`~mini_platform.compilation.buffers.InputBuffers`),
+filled in place and sliced every step.
+
+Graph mode (a ``graph_wrapper_cls`` and ``capture_sizes``): :meth:`ModelRunner.capture_graphs` captures
+the model once per size at start-up. A decode-only step of at most the largest size is padded up to
+the next size and replayed; prefill, mixed and larger steps run eagerly. :func:`build_model_runner`
+applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
 from . import ops, platforms
-from .kv_cache import KVCacheManager
+from .compilation.buffers import InputBuffers
+from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
+from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
+from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
 from .utils import resolve_obj_by_qualname
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class GraphStats:
+    """What graph mode did: sizes captured, capture time, steps replayed or run eagerly, padding rows added."""
+    capture_sizes: list[int]
+    capture_seconds: float = 0.0
+    num_graph_steps: int = 0
+    num_eager_steps: int = 0
+    num_padded_tokens: int = 0
 
 
 class ModelRunner:
     """Runs the model over a paged KV cache. ``backend`` (None = the current one) serves every kernel of
-    the forward, attention and the rest alike."""
+    the forward, attention and the rest alike. ``graph_wrapper_cls`` (a qualified name) with
+    ``capture_sizes`` turns on graph mode for decode steps."""
 
-    def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend: str | None = None) -> None:
+    def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend: str | None = None, *,
+                 max_num_seqs: int = 64, max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
+                 graph_wrapper_cls: str | None = None, capture_sizes: Sequence[int] = ()) -> None:
         self.model, self.device, self.backend = model, model.device, backend
         c = model.config
         self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, c.num_key_value_heads,
                                             c.head_dim, model.dtype, self.device)
         attention_cls = resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
+        self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []
+        largest = self.capture_sizes[-1] if self.capture_sizes else 0
+        max_len = max_model_len or c.max_position_embeddings
+        self.buffers = InputBuffers(max(max_num_batched_tokens, largest), max(max_num_seqs, largest),
+                                    cdiv(max_len, block_size), self.device)
+        self.graphs = None
+        if self.capture_sizes:
+            self.graphs = resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
+        self.graph_stats = GraphStats(list(self.capture_sizes))
 
-    def prepare(self, batch: SchedulerOutput, kv: KVCacheManager) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
-        """``(input_ids, positions, metadata)`` for the step."""
-        input_ids, positions, slots, tables, query_start, seq_lens = [], [], [], [], [0], []
+    def _kernels(self) -> contextlib.AbstractContextManager:
+        return ops.use_backend(self.backend) if self.backend else contextlib.nullcontext()
+
+    def _forward(self, num_tokens: int, metadata: AttentionMetadata) -> torch.Tensor:
+        self.attention.metadata = metadata
+        with self._kernels():
+            return self.model(self.buffers.input_ids[:num_tokens], self.buffers.positions[:num_tokens], self.attention)
+
+    def _run_captured(self, size: int) -> torch.Tensor:
+        """What a graph of ``size`` holds: a decode step of ``size`` requests read from the buffers."""
+        return self._forward(size, self.buffers.metadata(size, size, max_query_len=1))
+
+    @torch.inference_mode()
+    def capture_graphs(self) -> float:
+        """Capture one graph per capture size (largest first, as vLLM does); returns the seconds it took.
+        The buffers hold padding only (slot -1, length 0), so capture writes no KV."""
+        if self.graphs is None:
+            raise RuntimeError("this model runner has no graph wrapper or capture sizes: it runs eagerly")
+        start = time.perf_counter()
+        for size in reversed(self.capture_sizes):
+            self.buffers.fill([], [], [], [], [], [], num_tokens=size, num_seqs=size)
+            self.graphs.capture(size)
+        self.graph_stats.capture_seconds = time.perf_counter() - start
+        return self.graph_stats.capture_seconds
+
+    def graph_size(self, batch: SchedulerOutput) -> int | None:
+        """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
+        if self.graphs is None or any(s.num_new_tokens != 1 for s in batch.scheduled):
+            return None
+        return padded_batch_size(len(batch.scheduled), self.capture_sizes)
+
+    def prepare(self, batch: SchedulerOutput, kv: KVCacheManager,
+                pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
+        """Fill the buffers for the step (padded up to ``pad_to`` requests of one token, for a decode
+        graph); returns ``(input_ids, positions, metadata)``, slices of the buffers."""
+        input_ids, positions, slots, tables, query_lens, seq_lens = [], [], [], [], [], []
         for s in batch.scheduled:
             rid = s.request.request_id
             input_ids += s.request.all_token_ids[s.start:s.end]
             positions += range(s.start, s.end)
             slots += kv.slot_mapping(rid, s.start, s.end)
             tables.append(kv.block_tables[rid])
-            query_start.append(query_start[-1] + s.num_new_tokens)
+            query_lens.append(s.num_new_tokens)
             seq_lens.append(s.end)
-        width = max(len(t) for t in tables)
-        padded = [t + [0] * (width - len(t)) for t in tables]  # entries past seq_len are never read
-
-        def tensor(values: list, dtype: torch.dtype) -> torch.Tensor:
-            return torch.tensor(values, dtype=dtype, device=self.device)
-
-        metadata = AttentionMetadata(
-            slot_mapping=tensor(slots, torch.int32), block_tables=tensor(padded, torch.int32),
-            query_start_loc=tensor(query_start, torch.int32), seq_lens=tensor(seq_lens, torch.int32),
-            max_query_len=max(s.num_new_tokens for s in batch.scheduled))
-        return tensor(input_ids, torch.long), tensor(positions, torch.long), metadata
+        num_seqs = pad_to or len(seq_lens)
+        num_tokens = len(input_ids) + num_seqs - len(seq_lens)
+        self.buffers.fill(input_ids, positions, slots, tables, seq_lens, query_lens, num_tokens, num_seqs)
+        metadata = self.buffers.metadata(num_tokens, num_seqs, max(query_lens))
+        return self.buffers.input_ids[:num_tokens], self.buffers.positions[:num_tokens], metadata
 
     @torch.inference_mode()
     def execute(self, batch: SchedulerOutput, kv: KVCacheManager) -> torch.Tensor:
         """Run the step; returns fp32 logits ``[R, V]``, one row per scheduled request that samples."""
-        input_ids, positions, metadata = self.prepare(batch, kv)
-        self.attention.metadata = metadata
-        with ops.use_backend(self.backend) if self.backend else contextlib.nullcontext():
-            hidden = self.model(input_ids, positions, self.attention)
+        size = self.graph_size(batch)
+        _, _, metadata = self.prepare(batch, kv, pad_to=size)
+        if size is None:
+            hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
+            if self.graphs is not None:
+                self.graph_stats.num_eager_steps += 1
+        else:
+            hidden = self.graphs.replay(size, metadata)
+            self.graph_stats.num_graph_steps += 1
+            self.graph_stats.num_padded_tokens += size - len(batch.scheduled)
         ends = itertools.accumulate(s.num_new_tokens for s in batch.scheduled)
         last_rows = [end - 1 for end, s in zip(ends, batch.scheduled) if s.samples]
         return self.model.compute_logits(hidden[torch.tensor(last_rows, dtype=torch.long, device=self.device)])
+
+
+def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:
+    """The graph wrapper of the platform whose kernels run: the current platform's, or, when ``backend=``
+    picked another platform's kernels (the npu kernels under the emulation), that platform's."""
+    if backend == platform.kernel_backend:
+        return platform.get_static_graph_wrapper_cls()
+    owner = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "PLATFORM", None)
+    return resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
+
+
+def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backend: str | None, *,
+                       platform: platforms.Platform, enforce_eager: bool | None, capture_sizes: Sequence[int] | None,
+                       max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int) -> ModelRunner:
+    """A model runner, with its decode graphs captured unless ``enforce_eager`` is not False (None = eager).
+
+    ``capture_sizes`` None means vLLM's default schedule; the wrapper may cap them (Ascend's stream budget).
+    Kernels that cannot be captured (they read the host or have data-dependent shapes, as MoE kernels
+    that loop over experts do on the CPU) make the runner eager, with a RuntimeWarning naming the operation.
+    """
+    options = dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                   max_model_len=max_model_len)
+    if enforce_eager is not False:
+        return ModelRunner(model, num_blocks, block_size, backend, **options)
+    kernels = ops.current_backend(backend)
+    wrapper = graph_wrapper_for(platform, kernels)
+    if wrapper is None:
+        raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
+                         f"for the {kernels!r} kernels; use enforce_eager=True")
+    sizes = capture_sizes or default_capture_sizes(max_num_seqs, max_num_batched_tokens)
+    sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
+    runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
+                         **options)
+    try:
+        seconds = runner.capture_graphs()
+    except GraphCaptureError as exc:
+        warnings.warn(f"this model's kernels cannot be captured in a graph on the {kernels!r} backend, so it runs "
+                      f"eagerly: {exc}", RuntimeWarning, stacklevel=2)
+        return ModelRunner(model, num_blocks, block_size, backend, **options)
+    logger.info("Captured %d decode graphs (batch sizes %s) with %s in %.2f s", len(sizes), sizes,
+                wrapper.rpartition(".")[2], seconds)
+    return runner

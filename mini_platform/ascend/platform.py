@@ -3,7 +3,8 @@
 - device type ``npu`` under the ``PrivateUse1`` dispatch key (torch_npu registers its kernels there);
 - HCCL collectives, ``ASCEND_RT_VISIBLE_DEVICES``, the Ray resource ``NPU``;
 - the ``npu`` kernel backend (torch_npu ops called as vllm-ascend calls them);
-- block sizes the ATB paged-attention kernel accepts (multiples of 16, at most 128).
+- block sizes the ATB paged-attention kernel accepts (multiples of 16, at most 128);
+- ACL graphs (``torch.npu.NPUGraph``) for decode, with per-replay attention updates (``acl_graph``).
 
 Importing this module does not import torch_npu; forwarding (``current_platform.synchronize()``)
 imports it first, since ``torch.npu`` exists only after ``import torch_npu``.
@@ -27,6 +28,10 @@ class NPUPlatform(Platform):
     ray_device_key = "NPU"
     kernel_backend = "npu"
     supported_block_sizes = (16, 32, 48, 64, 80, 96, 112, 128)
+
+    @classmethod
+    def get_static_graph_wrapper_cls(cls) -> str:
+        return "mini_platform.ascend.acl_graph.ACLGraphWrapper"
 
     @classmethod
     def prepare_process_env(cls, env: MutableMapping[str, str]) -> None:

@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
-MODEL_TYPES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}  # used when 'architectures' is absent
+from .moe_config import MoEConfig, moe_config, reject_unsupported_moe
+
+SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM")
+MODEL_TYPES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",  # used when 'architectures' is absent
+               "mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM"}
 # RoPE kind -> the keys it needs besides rope_theta (original_max_position_embeddings defaults as in transformers).
 SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
                         "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "yarn": ()}
@@ -42,6 +45,7 @@ class ModelConfig:
     mlp_bias: bool = False
     eos_token_id: int | list[int] | None = None
     dtype: str = "float32"      # the checkpoint's dtype (``torch_dtype`` / ``dtype``), as a name
+    moe: MoEConfig | None = None  # experts (Mixtral, Qwen2-MoE); None = every layer has a dense MLP
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +86,9 @@ class ModelConfig:
         """Build from the parsed ``config.json``; unsupported features raise :class:`UnsupportedModelError`."""
         archs = cfg.get("architectures") or []
         arch = archs[0] if archs else MODEL_TYPES.get(cfg.get("model_type"))  # transformers' Auto* falls back too
+        refusal = reject_unsupported_moe(arch, cfg)
+        if refusal:
+            raise UnsupportedModelError(refusal)
         if arch not in SUPPORTED_ARCHITECTURES:
             raise UnsupportedModelError(
                 f"unsupported architecture {arch!r} (config.json 'architectures' = {archs!r}, "
@@ -89,8 +96,8 @@ class ModelConfig:
         act = cfg.get("hidden_act", "silu")
         if act not in ("silu", "swish"):  # transformers maps both names to SiLU
             raise UnsupportedModelError(f"hidden_act={act!r} is not supported; only 'silu' (SwiGLU MLP) is")
-        if arch == "Qwen2ForCausalLM":  # Llama has no sliding window; transformers ignores such keys for it
-            _reject_sliding_window(cfg)
+        if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM"):  # Llama has no sliding window
+            _reject_sliding_window(cfg, arch)
         missing = [k for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                "num_attention_heads") if cfg.get(k) is None]
         if missing:
@@ -101,8 +108,10 @@ class ModelConfig:
             raise ValueError(f"hidden_size={cfg['hidden_size']} is not divisible by num_attention_heads={heads} "
                              "and config.json gives no head_dim")
         theta, scaling = _rope_settings(cfg)
-        is_qwen2 = arch == "Qwen2ForCausalLM"
+        is_qwen2 = arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM")
         attention_bias = bool(cfg.get("attention_bias", False))
+        if arch == "Qwen2MoeForCausalLM":  # transformers' Qwen2MoeConfig: qkv_bias, default on
+            attention_bias = bool(cfg.get("qkv_bias", True))
         return cls(
             architecture=arch,
             vocab_size=cfg["vocab_size"],
@@ -117,11 +126,12 @@ class ModelConfig:
             rope_theta=theta,
             rope_scaling=scaling,
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            qkv_bias=is_qwen2 or attention_bias,
+            qkv_bias=attention_bias if arch == "Qwen2MoeForCausalLM" else (is_qwen2 or attention_bias),
             o_proj_bias=not is_qwen2 and attention_bias,
             mlp_bias=bool(cfg.get("mlp_bias", False)),
             eos_token_id=cfg.get("eos_token_id"),
             dtype=str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32"),
+            moe=moe_config(arch, cfg),
             raw=dict(cfg),
         )
 
@@ -173,18 +183,28 @@ def _rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
     return theta, {"rope_type": kind, **params}
 
 
-def _reject_sliding_window(cfg: dict[str, Any]) -> None:
-    """Qwen2 slides only where transformers would: ``use_sliding_window`` and a ``sliding_window`` set, on the
-    layers ``layer_types`` marks (default: from ``max_window_layers`` on). A window that covers the whole
-    context (``>= max_position_embeddings``) changes nothing, so it is accepted as full attention."""
+def _sliding_by_default(arch: str, layer: int, max_window_layers: int) -> bool:
+    """transformers' default ``layer_types``: Qwen2 slides from ``max_window_layers`` on; Qwen2-MoE on the even
+    layers below it (``(i + 1) % 2 and i < max_window_layers``); Mixtral on every layer."""
+    if arch == "Qwen2MoeForCausalLM":
+        return bool((layer + 1) % 2) and layer < max_window_layers
+    return arch == "MixtralForCausalLM" or layer >= max_window_layers
+
+
+def _reject_sliding_window(cfg: dict[str, Any], arch: str) -> None:
+    """Slide only where transformers would: a ``sliding_window`` set (Qwen2 and Qwen2-MoE also need
+    ``use_sliding_window``), on the layers ``layer_types`` marks (default: :func:`_sliding_by_default`).
+    A window that covers the whole context (``>= max_position_embeddings``) changes nothing, so it is accepted
+    as full attention."""
     window = cfg.get("sliding_window")
-    if not cfg.get("use_sliding_window") or window is None:
+    if window is None or (arch != "MixtralForCausalLM" and not cfg.get("use_sliding_window")):
         return
     first = cfg.get("max_window_layers")
     first = 28 if first is None else first  # Qwen2Config's default
-    layer_types = cfg.get("layer_types") or ["sliding_attention" if i >= first else "full_attention"
-                                             for i in range(cfg.get("num_hidden_layers") or 0)]
+    layer_types = cfg.get("layer_types") or ["sliding_attention" if _sliding_by_default(arch, i, first)
+                                             else "full_attention" for i in range(cfg.get("num_hidden_layers") or 0)]
     sliding = [i for i, t in enumerate(layer_types) if t == "sliding_attention"]
     if sliding and window < (cfg.get("max_position_embeddings") or 32768):
         raise UnsupportedModelError(f"sliding-window attention (sliding_window={window} on layers {sliding}) is not "
-                                    "supported; only full attention is (set use_sliding_window=false)")
+                                    "supported; only full attention is (set use_sliding_window=false, or "
+                                    "sliding_window=null for Mixtral)")

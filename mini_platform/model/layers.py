@@ -173,9 +173,9 @@ class Attention(nn.Module):
 
 
 class SiluAndMulMLP(nn.Module):
-    def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
+    def __init__(self, config: ModelConfig, dtype: torch.dtype, intermediate_size: int | None = None) -> None:
         super().__init__()
-        size = config.intermediate_size
+        size = intermediate_size or config.intermediate_size
         self.gate_up_proj = MergedLinear(config.hidden_size, {"gate_proj": size, "up_proj": size},
                                          config.mlp_bias, dtype)
         self.down_proj = Linear(size, config.hidden_size, config.mlp_bias, dtype)
@@ -185,14 +185,19 @@ class SiluAndMulMLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Pre-norm block: ``h += attn(norm(h)); h += mlp(norm(h))``, with the adds fused into the norms."""
+    """Pre-norm block: ``h += attn(norm(h)); h += mlp(norm(h))``, with the adds fused into the norms.
 
-    def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype) -> None:
+    ``mlp`` defaults to the dense :class:`SiluAndMulMLP`; an MoE model passes its expert block and the name
+    the checkpoint gives it (``mlp_name``, e.g. Mixtral's ``block_sparse_moe``)."""
+
+    def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype,
+                 mlp: nn.Module | None = None, mlp_name: str = "mlp") -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
         self.self_attn = Attention(config, layer_idx, rotary, dtype)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
-        self.mlp = SiluAndMulMLP(config, dtype)
+        self.mlp_name = mlp_name
+        self.add_module(mlp_name, mlp if mlp is not None else SiluAndMulMLP(config, dtype))
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None,
                 attention: AttentionFn) -> tuple[torch.Tensor, torch.Tensor]:
@@ -202,4 +207,4 @@ class DecoderLayer(nn.Module):
             hidden, residual = self.input_layernorm(hidden, residual)
         hidden = self.self_attn(positions, hidden, attention)
         hidden, residual = self.post_attention_layernorm(hidden, residual)
-        return self.mlp(hidden), residual
+        return getattr(self, self.mlp_name)(hidden), residual

@@ -1,4 +1,5 @@
-"""``CausalLM``: the Llama decoder, which also serves Qwen2 (Llama plus a bias on Q/K/V).
+"""``CausalLM``: the Llama decoder, which also serves Qwen2 (Llama plus a bias on Q/K/V) and the MoE models
+Mixtral and Qwen2-MoE (a :class:`~.moe.SparseMoeBlock` in place of the dense MLP on their sparse layers).
 
 Parameter names follow the Hugging Face checkpoint (``model.layers.0.self_attn.o_proj.weight``),
 except the merged ``qkv_proj`` and ``gate_up_proj`` (see ``layers.MergedLinear``).
@@ -14,15 +15,26 @@ from torch import nn
 
 from .config import ModelConfig
 from .layers import AttentionFn, DecoderLayer, Embedding, Linear, RMSNorm, RotaryEmbedding
+from .moe import SparseMoeBlock
+
+
+def decoder_layer(config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype,
+                  expert_map: torch.Tensor | None) -> DecoderLayer:
+    """A dense layer, or an MoE layer (named as the checkpoint names it) when ``config.moe`` makes it sparse."""
+    moe = config.moe
+    if moe is None or layer_idx not in moe.sparse_layers:
+        return DecoderLayer(config, layer_idx, rotary, dtype)
+    return DecoderLayer(config, layer_idx, rotary, dtype, SparseMoeBlock(config, dtype, expert_map), moe.block_name)
 
 
 class DecoderModel(nn.Module):
-    def __init__(self, config: ModelConfig, dtype: torch.dtype) -> None:
+    def __init__(self, config: ModelConfig, dtype: torch.dtype, expert_map: torch.Tensor | None = None) -> None:
         super().__init__()
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype)
         rotary = RotaryEmbedding(config.head_dim, config.max_position_embeddings, config.rope_theta,
                                  config.rope_scaling)
-        self.layers = nn.ModuleList(DecoderLayer(config, i, rotary, dtype) for i in range(config.num_hidden_layers))
+        self.layers = nn.ModuleList(decoder_layer(config, i, rotary, dtype, expert_map)
+                                    for i in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
@@ -33,12 +45,18 @@ class DecoderModel(nn.Module):
 
 
 class CausalLM(nn.Module):
-    """A decoder-only language model: ``forward`` gives final hidden states, ``compute_logits`` the logits."""
+    """A decoder-only language model: ``forward`` gives final hidden states, ``compute_logits`` the logits.
 
-    def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
+    ``expert_map`` (MoE models only; int32 ``[num_experts]``, global id -> local index, -1 = elsewhere) builds
+    every MoE layer with only the experts it owns (see :mod:`.moe`)."""
+
+    def __init__(self, config: ModelConfig, dtype: torch.dtype = torch.float32,
+                 expert_map: torch.Tensor | None = None) -> None:
         super().__init__()
+        if expert_map is not None and config.moe is None:
+            raise ValueError(f"expert_map is given but {config.architecture} has no experts")
         self.config = config
-        self.model = DecoderModel(config, dtype)
+        self.model = DecoderModel(config, dtype, expert_map)
         self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size,
                                                                       False, dtype)
 

@@ -28,9 +28,13 @@ class CheckpointError(ValueError):
 
 
 def checkpoint_targets(model: CausalLM) -> dict[str, torch.Tensor]:
-    """Checkpoint tensor name -> the (view of the) parameter it is copied into."""
+    """Checkpoint tensor name -> the (view of the) parameter it is copied into. A module with its own mapping
+    (the MoE block's stacked experts) gives it with ``checkpoint_targets(prefix)``."""
     targets = {}
     for module_name, module in model.named_modules():
+        if hasattr(module, "checkpoint_targets"):
+            targets.update(module.checkpoint_targets(module_name))
+            continue
         for param_name, param in module.named_parameters(recurse=False):
             if isinstance(module, MergedLinear):
                 parent = module_name.rpartition(".")[0]
@@ -87,9 +91,15 @@ def _settle_tied_lm_head(model: CausalLM, tensor: torch.Tensor, file: Path, load
         _copy(LM_HEAD, tensor, model.lm_head.weight.data, file)
 
 
+def ignored_tensors(model: CausalLM) -> set[str]:
+    """Checkpoint names the model may hold without loading them (MoE: other ranks' experts, a zero-size shared expert)."""
+    return {name for module_name, module in model.named_modules() if hasattr(module, "ignored_checkpoint_tensors")
+            for name in module.ignored_checkpoint_tensors(module_name)}
+
+
 def load_weights(model: CausalLM, path: str | Path) -> None:
     """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
-    targets = checkpoint_targets(model)
+    targets, ignored = checkpoint_targets(model), ignored_tensors(model)
     loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
         with safe_open(str(file), framework="pt", device="cpu") as f:
@@ -100,7 +110,7 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
                 elif target is not None:
                     _copy(name, f.get_tensor(name), target, file)
                     loaded.add(name)
-                elif not name.endswith(IGNORED_SUFFIXES):
+                elif not name.endswith(IGNORED_SUFFIXES) and name not in ignored:
                     unexpected.append(name)
     if tied_lm_head is not None:
         _settle_tied_lm_head(model, *tied_lm_head, loaded)
@@ -114,10 +124,11 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu") -> CausalLM:
-    """Build the model that ``<path>/config.json`` describes and load its safetensors weights."""
+               device: str | torch.device = "cpu", expert_map: torch.Tensor | None = None) -> CausalLM:
+    """Build the model that ``<path>/config.json`` describes and load its safetensors weights (with an
+    ``expert_map``, only the experts it owns; see :class:`~.llama.CausalLM`)."""
     config = ModelConfig.from_pretrained(path)
     with torch.device(device):
-        model = CausalLM(config, dtype)
+        model = CausalLM(config, dtype, expert_map)
     load_weights(model, path)
     return model.eval()

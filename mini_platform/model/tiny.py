@@ -16,11 +16,20 @@ from .config import ModelConfig
 from .llama import CausalLM
 from .loader import checkpoint_targets
 
-ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2")}
+ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+                 "mixtral": ("MixtralForCausalLM", "mixtral"), "qwen2_moe": ("Qwen2MoeForCausalLM", "qwen2_moe")}
+# The expert settings of the MoE architectures: 4 experts, 2 per token; Qwen2-MoE adds a shared expert.
+MOE_FIELDS = {
+    "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
+    "qwen2_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 64, "norm_topk_prob": False, "decoder_sparse_step": 1,
+                  "mlp_only_layers": []},
+}
 
 
 def tiny_config(arch: str = "llama", **overrides: Any) -> dict[str, Any]:
-    """A config.json dict for a 2-layer model with hidden size 64 (fields can be overridden)."""
+    """A config.json dict for a 2-layer model with hidden size 64 (fields can be overridden); the MoE
+    architectures get :data:`MOE_FIELDS`."""
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {sorted(ARCHITECTURES)}")
     architecture, model_type = ARCHITECTURES[arch]
@@ -29,7 +38,7 @@ def tiny_config(arch: str = "llama", **overrides: Any) -> dict[str, Any]:
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "head_dim": 16, "hidden_act": "silu", "max_position_embeddings": 512, "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0, "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
-        "torch_dtype": "float32",
+        "torch_dtype": "float32", **MOE_FIELDS.get(arch, {}),
     }
     cfg.update(overrides)
     return cfg

@@ -37,6 +37,8 @@ KERNEL_MODULES = {
     "reshape_and_cache": "attention",
     "paged_decode_attention": "attention",
     "paged_attention": "attention",
+    "moe_topk_softmax": "moe",
+    "fused_experts": "moe",
 }
 
 
@@ -160,3 +162,31 @@ def paged_attention(query, key_cache, value_cache, block_tables, query_start_loc
     """
     return get_kernel("paged_attention", backend)(query, key_cache, value_cache, block_tables,
                                                   query_start_loc, seq_lens, scale)
+
+
+# MoE shapes: E = experts in the model (global ids), E_local = experts this layer owns, K = experts
+# per token (top_k), I = an expert's intermediate size.
+
+def moe_topk_softmax(router_logits, top_k: int, renormalize: bool, *, backend: str | None = None):
+    """Route each token to ``top_k`` experts: ``router_logits`` ``[T, E]`` -> ``(topk_weights, topk_ids)``.
+
+    ``topk_weights`` fp32 ``[T, K]`` and ``topk_ids`` int32 ``[T, K]`` are ``torch.topk(softmax(logits), K)``
+    with the softmax in fp32 (ties broken as ``torch.topk`` breaks them); with ``renormalize`` the K weights
+    of a token are divided by their sum (Mixtral always, Qwen2-MoE when ``norm_topk_prob``).
+    """
+    return get_kernel("moe_topk_softmax", backend)(router_logits, top_k, renormalize)
+
+
+def fused_experts(hidden, w13, w2, topk_weights, topk_ids, expert_map=None, *, backend: str | None = None):
+    """The routed experts of a MoE layer: ``out[t] = sum_j w[t, j] * expert_{ids[t, j]}(hidden[t])``.
+
+    ``hidden`` ``[T, H]``; ``w13`` ``[E_local, 2*I, H]`` (each expert's gate rows, then its up rows);
+    ``w2`` ``[E_local, H, I]``; ``topk_weights`` ``[T, K]`` (fp32); ``topk_ids`` ``[T, K]`` GLOBAL expert ids;
+    an expert computes ``w2[e] @ (silu(gate) * up)`` with ``gate, up = (w13[e] @ x).chunk(2)``.
+
+    ``expert_map`` int32 ``[E]`` maps a global id to this layer's local index, -1 for an expert owned
+    elsewhere (None: every expert is local, ``E = E_local``). Tokens routed to experts not owned here
+    contribute zero, so summing the outputs of all owners gives the whole layer (expert parallelism).
+    Returns ``[T, H]`` in hidden's dtype; products and sums accumulate in fp32.
+    """
+    return get_kernel("fused_experts", backend)(hidden, w13, w2, topk_weights, topk_ids, expert_map)

@@ -15,6 +15,10 @@ class CudaPlatform(Platform):
     kernel_backend = "triton"
 
     @classmethod
+    def get_static_graph_wrapper_cls(cls) -> str:
+        return "mini_platform.compilation.cuda_graph.CUDAGraphWrapper"
+
+    @classmethod
     def get_device_capability(cls, device_id: int = 0) -> tuple[int, int]:
         major, minor = cls.device_module().get_device_capability(device_id)
         return major, minor

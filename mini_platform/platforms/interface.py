@@ -2,8 +2,8 @@
 
 A platform describes a device family with a handful of attributes (device type, dispatch key,
 collective library, visible-devices variable, Ray resource name) and answers the engine's questions
-with *qualified class names as strings* (the attention backend now; the communicator and the graph
-wrapper arrive with their chapters), so that a platform module imports on any machine and the heavy
+with *qualified class names as strings* (the attention backend, the static graph wrapper; the communicator arrives with its
+chapter), so that a platform module imports on any machine and the heavy
 component is imported only when first used.
 
 Unknown attributes are forwarded to ``torch.<device_type>``: ``current_platform.synchronize()``
@@ -42,6 +42,7 @@ class Platform:
     kernel_backend: ClassVar[str] = "cpu"
     # KV-cache block sizes the platform's attention kernels accept; None accepts any.
     supported_block_sizes: ClassVar[tuple[int, ...] | None] = None
+    _global_graph_pool: ClassVar[Any] = None
 
     # -- identity ---------------------------------------------------------------------------
     def is_cpu(self) -> bool:
@@ -62,6 +63,19 @@ class Platform:
         """Qualified name of the attention backend the model runner should use."""
         return "mini_platform.model.paged_attention.PagedAttention"
 
+    @classmethod
+    def get_static_graph_wrapper_cls(cls) -> str | None:
+        """Qualified name of the wrapper that captures and replays decode graphs; None = eager only.
+        The interface it implements is described in :mod:`mini_platform.compilation`."""
+        return None
+
+    @classmethod
+    def get_global_graph_pool(cls) -> Any:
+        """One graph memory pool shared by every graph of the process (``torch.<device>.graph_pool_handle()``)."""
+        if cls._global_graph_pool is None:
+            cls._global_graph_pool = cls.device_module().graph_pool_handle()
+        return cls._global_graph_pool
+
     # -- capabilities -------------------------------------------------------------------------
     @classmethod
     def supports_block_size(cls, block_size: int) -> bool:
@@ -72,8 +86,11 @@ class Platform:
         """Validate or adjust an engine config for this platform (block size, graph mode, ...).
 
         ``config`` is any object with a ``block_size`` attribute. The base rule rejects a block
-        size the platform's kernels cannot serve, before any work is done.
+        size the platform's kernels cannot serve, before any work is done; and an ``enforce_eager``
+        left at None becomes True exactly when the platform has no graph wrapper.
         """
+        if getattr(config, "enforce_eager", False) is None:
+            config.enforce_eager = cls.get_static_graph_wrapper_cls() is None
         block_size = getattr(config, "block_size", None)
         if block_size is not None and not cls.supports_block_size(block_size):
             raise ValueError(

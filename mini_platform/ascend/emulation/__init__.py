@@ -8,6 +8,10 @@ time, runs on CPU tensors. It is never installed silently, and it refuses to sha
 
 Results obtained this way are labelled with :data:`EMULATION_NOTE`.
 
+Every op is wrapped as a device kernel (:func:`npu.device_kernel`): a graph capture records it as one
+task. The graph and stream API is the ``npu`` submodule, installed as ``torch_npu.npu`` and, for the
+duration of the block, as ``torch.npu``.
+
 A submodule may define ``reset_process_state()``: it is called on entry, since the real library
 keeps some state for the life of the process (see ``rotary._npu_rotary_embedding``) and each
 ``with`` block stands for a fresh process. That state lives in the submodule, so a nested block
@@ -22,6 +26,10 @@ import importlib.util
 import sys
 import types
 from typing import Iterator
+
+import torch
+
+from . import npu
 
 EMULATION_NOTE = "verified against an emulation of torch_npu semantics; not run on Ascend hardware here"
 
@@ -56,7 +64,9 @@ def build_module() -> types.ModuleType:
         for op in module.__all__:
             if hasattr(fake, op):
                 raise RuntimeError(f"emulated op {op!r} is defined twice (second time in {qualname})")
-            setattr(fake, op, getattr(module, op))
+            setattr(fake, op, npu.device_kernel(op, getattr(module, op)))
+    npu.reset_process_state()
+    fake.npu = npu.build_npu_module()
     return fake
 
 
@@ -74,10 +84,16 @@ def emulated_torch_npu() -> Iterator[types.ModuleType]:
                 "a real torch_npu is importable here; refusing to shadow it with the CPU emulation. "
                 "Run the npu backend against the real library instead (pytest -m npu)")
     fake = build_module()
+    previous_npu = getattr(torch, "npu", None)
     sys.modules["torch_npu"] = fake
+    torch.npu = fake.npu
     try:
         yield fake
     finally:
+        if previous_npu is None:
+            del torch.npu
+        else:
+            torch.npu = previous_npu
         if previous is None:
             sys.modules.pop("torch_npu", None)
         else:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["_npu_reshape_and_cache", "_npu_paged_attention", "npu_fused_infer_attention_score"]
+__all__ = ["_npu_reshape_and_cache", "_npu_paged_attention", "_npu_paged_attention_get_workspace",
+           "npu_fused_infer_attention_score"]
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _MASK_SIZE = 2048
@@ -125,6 +126,14 @@ def _npu_paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cac
         v = _request_kv(value_cache, block_table[b], length)
         result, _ = _softmax_attention(query[b:b + 1], k, v, scale_value, None)
         out[b] = result[0].to(out.dtype)
+
+
+def _npu_paged_attention_get_workspace(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                                       num_kv_heads: int, num_heads: int, scale_value: float, block_table: torch.Tensor,
+                                       context_lens: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """The scratch buffer ``_npu_paged_attention(..., workspace=)`` needs for these arguments (vllm-ascend
+    v0.11.0 sizes it once per capture size). The emulated kernel needs none: an empty byte tensor."""
+    return torch.empty(0, dtype=torch.uint8, device=query.device)
 
 
 def _right_down_causal(q_len: int, kv_len: int) -> torch.Tensor:

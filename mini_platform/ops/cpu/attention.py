@@ -4,10 +4,16 @@ The cache of one layer is two tensors, key and value, each ``[num_blocks, block_
 (the layout vllm-ascend uses, so one layout serves every backend). Token ``t`` of a request lives in
 slot ``block_table[t // block_size] * block_size + t % block_size``. This module favours clarity:
 it loops over requests and gathers each request's K/V into a dense tensor.
+
+That loop reads lengths on the host, which a graph cannot hold (see :mod:`mini_platform.ops.graph`).
+While a graph is being captured, the two decode-step kernels take a fixed-shape form instead, with no
+host reads: :func:`static_reshape_and_cache` and :func:`static_paged_decode_attention`.
 """
 from __future__ import annotations
 
 import torch
+
+from ..graph import is_capturing
 
 
 def check_cache_args(key_cache: torch.Tensor, value_cache: torch.Tensor, num_heads: int, head_dim: int) -> None:
@@ -63,6 +69,8 @@ def gather_kv(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -
 def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                       slot_mapping: torch.Tensor) -> None:
     """Write ``key``/``value`` ``[T, nkv, hd]`` to ``slot_mapping`` (``block * bs + offset``); skip slots < 0."""
+    if is_capturing():
+        return static_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     if key.shape != value.shape or key.dim() != 3 or slot_mapping.shape != key.shape[:1]:
         raise ValueError(f"need key and value [T, num_kv_heads, head_dim] and slot_mapping [T]; got "
                          f"{tuple(key.shape)}, {tuple(value.shape)} and {tuple(slot_mapping.shape)}")
@@ -123,5 +131,42 @@ def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+    if is_capturing():
+        return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
     return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
                            seq_lens, scale)
+
+
+# -- fixed-shape forms for graph capture ------------------------------------------------------------------
+
+def static_reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor,
+                             value_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+    """:func:`reshape_and_cache` without host reads (no value checks). Padding rows (slot < 0) must come
+    after the real ones: they rewrite what row 0 writes (or, when every row is padding, slot 0's own
+    content), so every write is exact whatever the order of duplicate indices."""
+    num_slots = key_cache.shape[0] * key_cache.shape[1]
+    slots = slot_mapping.long()
+    keep = slots >= 0
+    target = slots[:1].clamp(min=0)  # where padding rows write: row 0's slot when row 0 is real
+    for new, cache in ((key, key_cache), (value, value_cache)):
+        flat = cache.view(num_slots, *cache.shape[2:])
+        fill = torch.where(keep[0], new[0].to(cache.dtype), flat.index_select(0, target)[0])
+        rows = torch.where(keep[:, None, None], new.to(cache.dtype), fill)
+        flat.index_copy_(0, torch.where(keep, slots, target), rows)
+
+
+def static_paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                                  block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
+    """:func:`paged_decode_attention` over every block of each block table row, keys at positions
+    ``>= seq_lens[b]`` masked: the same numbers, fixed shapes, no host reads. A row with length 0
+    (padding) gives zeros."""
+    check_cache_args(key_cache, value_cache, query.shape[1], query.shape[2])
+    batch, width = block_tables.shape
+    group = query.shape[1] // key_cache.shape[2]
+    k = key_cache[block_tables.long()].flatten(1, 2).float().repeat_interleave(group, dim=2)  # [B, L, nh, hd]
+    v = value_cache[block_tables.long()].flatten(1, 2).float().repeat_interleave(group, dim=2)
+    scores = torch.einsum("bhd,blhd->bhl", query.float(), k) * scale
+    hidden = torch.arange(k.shape[1], device=query.device)[None, :] >= seq_lens[:, None]
+    scores = scores.masked_fill(hidden[:, None, :], float("-inf"))
+    probs = scores.softmax(dim=-1).nan_to_num(0.0)  # all keys masked (padding) -> zeros
+    return torch.einsum("bhl,blhd->bhd", probs, v).to(query.dtype)

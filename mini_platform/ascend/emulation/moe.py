@@ -1,0 +1,288 @@
+"""Emulated torch_npu MoE ops: gating, routing (v1 and v2), expert token counts, grouped matmul, combine.
+
+Sources (Ascend/op-plugin at 517f2e7d): signatures from ``op_plugin/config/op_plugin_functions.yaml``;
+semantics from ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md`` (formulas and numpy references) and,
+for ``npu_moe_token_unpermute``, the reference in ``test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py``
+(the op takes the gather index, the inverse of ``argsort``: "the fusion operator will perform two
+torch.argsort operations internally").
+
+Two row numberings meet here and must not be mixed up:
+
+- v1 (``npu_moe_init_routing`` + ``npu_moe_finalize_routing`` with ``drop_pad_mode=0``): column-major,
+  the pair (token ``t``, slot ``j``) of ``N`` tokens is row ``j*N + t`` (``row_idx`` from
+  ``npu_moe_gating_top_k_softmax`` is ``arange(N*K).reshape(K, N).T``).
+- v2 (``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``): token-major, row ``t*K + j``.
+
+Where the documentation leaves device memory undefined (output rows past the valid ones), the emulation
+writes zeros; the real ops leave whatever was there. Options the engine never uses (quantisation, drop/pad
+capacity, ``finished`` rows) raise ``NotImplementedError`` rather than guess.
+Emulation note: verified against an emulation of torch_npu semantics; not run on Ascend hardware here.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+__all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_moe_init_routing_v2",
+           "npu_moe_compute_expert_tokens", "npu_grouped_matmul", "npu_moe_finalize_routing",
+           "npu_moe_token_unpermute"]
+
+_INT32_MAX = torch.iinfo(torch.int32).max
+
+
+def _not_emulated(op: str, what: str) -> NotImplementedError:
+    return NotImplementedError(f"{op}: {what} is not emulated (mini_platform never uses it)")
+
+
+def _expect_int32(op: str, name: str, t: torch.Tensor) -> None:
+    if t.dtype != torch.int32:
+        raise TypeError(f"{op}: {name} must be int32, got {t.dtype}")
+
+
+def npu_moe_gating_top_k_softmax(x: torch.Tensor, finished: torch.Tensor | None = None,
+                                 k: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``y, expert_idx = topK(softmax(x), k)``; ``row_idx = arange(N*k).reshape(k, N).T`` (``row_idx[t, j] = j*N + t``).
+
+    ``y`` in x's dtype (softmax computed in fp32), ``expert_idx`` and ``row_idx`` int32, all ``[N, k]``.
+    """
+    op = "npu_moe_gating_top_k_softmax"
+    if finished is not None:
+        raise _not_emulated(op, "finished")
+    if x.dim() != 2:
+        raise _not_emulated(op, f"a {x.dim()}-D x (only 2-D [N, E])")
+    if not 0 < k <= min(x.shape[-1], 1024):
+        raise ValueError(f"{op}: k must satisfy 0 < k <= min(x.shape[-1], 1024), got k={k} for x {tuple(x.shape)}")
+    y, expert_idx = torch.topk(torch.softmax(x.float(), dim=-1), k, dim=-1)
+    n = x.shape[0]
+    row_idx = torch.arange(n * k, dtype=torch.int32, device=x.device).reshape(k, n).transpose(0, 1).contiguous()
+    return y.to(x.dtype), expert_idx.to(torch.int32), row_idx
+
+
+def npu_moe_init_routing(x: torch.Tensor, row_idx: torch.Tensor, expert_idx: torch.Tensor,
+                         active_num: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """v1 routing, the documented numpy reference:
+
+    ``order = argsort(expert_idx.flatten(), stable)``; ``expanded_expert_idx = expert_idx.flatten()[order]``;
+    ``dst2src = row_idx.flatten()[order]``; ``expanded_row_idx[dst2src] = arange(N*K)``;
+    ``expanded_x = x[dst2src[:min(active_num, N)*K] % N]``.
+    With ``row_idx[t, j] = j*N + t``, ``expanded_row_idx[j*N + t]`` is the row of ``expanded_x`` holding pair (t, j).
+    """
+    op = "npu_moe_init_routing"
+    _expect_int32(op, "row_idx", row_idx)
+    _expect_int32(op, "expert_idx", expert_idx)
+    if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0] or row_idx.shape != expert_idx.shape:
+        raise ValueError(f"{op}: x must be [N, H] and row_idx, expert_idx [N, K]; got {tuple(x.shape)}, "
+                         f"{tuple(row_idx.shape)}, {tuple(expert_idx.shape)}")
+    n, k = expert_idx.shape
+    flat = expert_idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    dst_to_src = row_idx.reshape(-1)[order].long()
+    expanded_row_idx = torch.empty(n * k, dtype=torch.int32, device=x.device)
+    expanded_row_idx[dst_to_src] = torch.arange(n * k, dtype=torch.int32, device=x.device)
+    expanded_x = x[dst_to_src[:min(active_num, n) * k] % n]
+    return expanded_x, expanded_row_idx, flat[order]
+
+
+def npu_moe_compute_expert_tokens(sorted_expert_for_source_row: torch.Tensor, num_expert: int) -> torch.Tensor:
+    """For each expert ``i < num_expert``, the end (exclusive) of its rows in the sorted list, found by binary
+    search: ``[0,0,0,1,1,2]`` -> ``[3,5,6]`` (a cumulative count; pairs with ``group_list_type=0``)."""
+    op = "npu_moe_compute_expert_tokens"
+    _expect_int32(op, "sorted_expert_for_source_row", sorted_expert_for_source_row)
+    s = sorted_expert_for_source_row
+    if s.dim() != 1 or not 0 < num_expert <= 2048:
+        raise ValueError(f"{op}: needs a 1-D sorted tensor and 0 < num_expert <= 2048, got shape "
+                         f"{tuple(s.shape)} and num_expert={num_expert}")
+    if s.numel() and (bool((s[1:] < s[:-1]).any()) or int(s.min()) < 0 or int(s.max()) >= num_expert):
+        raise ValueError(f"{op}: sorted_expert_for_source_row must be non-decreasing values in [0, {num_expert})")
+    experts = torch.arange(num_expert, dtype=s.dtype, device=s.device)
+    return torch.searchsorted(s, experts, right=True).to(s.dtype)
+
+
+def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale: torch.Tensor | None = None,
+                            offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
+                            expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
+                            expert_tokens_num_flag: bool = False, quant_mode: int = -1,
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """v2 routing (dropless, unquantised), after the documented numpy reference. Pairs are token-major, ``i = t*K + j``.
+
+    Ids below ``expert_start`` sort last (as ``INT32_MAX``); the valid pairs are those with
+    ``expert_start <= id < expert_end`` (``available``). Returns:
+
+    - ``expanded_x`` ``[N*K (or min(active_num, N*K)), H]``: ``x[order[r] // K]`` for the first ``available`` rows.
+    - ``expanded_row_idx`` int32 ``[N*K]``: ``row_idx_type=0`` (gather) ``expanded_row_idx[order[r]] = r`` for valid
+      pairs, -1 elsewhere; ``row_idx_type=1`` (scatter) ``order`` itself.
+    - ``expert_tokens`` int64: per expert of the range, cumsum (type 0) or count (type 1); type 2 ``[expert_num, 2]``
+      (expert id, count) for the experts with tokens, at the head.
+    - ``expanded_scale`` fp32 ``[N]``: ``scale`` gathered like ``expanded_x`` when given, else meaningless (zeros).
+    """
+    op = "npu_moe_init_routing_v2"
+    _expect_int32(op, "expert_idx", expert_idx)
+    if quant_mode != -1 or offset is not None:
+        raise _not_emulated(op, f"quant_mode={quant_mode}")
+    if drop_pad_mode != 0:
+        raise _not_emulated(op, f"drop_pad_mode={drop_pad_mode} (capacity {expert_capacity})")
+    if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
+        raise ValueError(f"{op}: x must be [N, H] and expert_idx [N, K], got {tuple(x.shape)} and {tuple(expert_idx.shape)}")
+    start, end = (list(active_expert_range) or [0, expert_num])
+    if expert_num < 0 or not 0 <= start <= end <= expert_num:
+        raise ValueError(f"{op}: need expert_num >= 0 and 0 <= expert_start <= expert_end <= expert_num, got "
+                         f"expert_num={expert_num}, active_expert_range={list(active_expert_range)}")
+    n, k = expert_idx.shape
+    flat = expert_idx.reshape(-1)
+    if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= expert_num):
+        raise ValueError(f"{op}: expert ids must lie in [0, expert_num={expert_num})")
+    device = x.device
+    keys = torch.where(flat < start, torch.full_like(flat, _INT32_MAX), flat)
+    order = torch.argsort(keys, stable=True)
+    valid = (flat >= start) & (flat < end)
+    available = int(valid.sum())
+    if row_idx_type == 1:
+        expanded_row_idx = order.to(torch.int32)
+    elif row_idx_type == 0:
+        expanded_row_idx = torch.full((n * k,), -1, dtype=torch.int32, device=device)
+        expanded_row_idx[order[:available]] = torch.arange(available, dtype=torch.int32, device=device)
+    else:
+        raise ValueError(f"{op}: row_idx_type must be 0 (gather) or 1 (scatter), got {row_idx_type}")
+    counts = torch.bincount(keys[order[:available]].long() - start, minlength=end - start)
+    if expert_tokens_num_type == 0:
+        expert_tokens = torch.cumsum(counts, 0)
+    elif expert_tokens_num_type == 1:
+        expert_tokens = counts
+    elif expert_tokens_num_type == 2:
+        used = torch.nonzero(counts).squeeze(1)
+        expert_tokens = torch.zeros((expert_num, 2), dtype=torch.int64, device=device)
+        expert_tokens[:used.numel()] = torch.stack((used + start, counts[used]), dim=1)
+    else:
+        raise ValueError(f"{op}: expert_tokens_num_type must be 0, 1 or 2, got {expert_tokens_num_type}")
+    if not expert_tokens_num_flag:
+        expert_tokens = torch.zeros(0, dtype=torch.int64, device=device)
+    rows = n * k if active_num in (-1, 0) else min(active_num, n * k)
+    filled = min(rows, available)
+    expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)   # rows past `filled`: undefined
+    expanded_x[:filled] = x[order[:filled] // k]
+    expanded_scale = torch.zeros(n, dtype=torch.float32, device=device)
+    if scale is not None:
+        expanded_scale[:filled] = scale.float()[order[:filled] // k]
+    return expanded_x, expanded_row_idx, expert_tokens.to(torch.int64), expanded_scale
+
+
+def _group_bounds(op: str, group_list: torch.Tensor, group_list_type: int, rows: int) -> list[int]:
+    """``[0, end_0, end_1, ...]`` row boundaries of the groups along M."""
+    values = [int(v) for v in group_list.tolist()]
+    if group_list_type == 0:
+        ends = values
+        if any(b < a for a, b in zip([0] + ends, ends)):
+            raise ValueError(f"{op}: with group_list_type=0, group_list is a cumsum and must be non-decreasing, got {values}")
+    elif group_list_type == 1:
+        if any(v < 0 for v in values):
+            raise ValueError(f"{op}: with group_list_type=1, group_list holds group sizes (>= 0), got {values}")
+        ends = torch.tensor(values).cumsum(0).tolist() if values else []
+    else:
+        raise _not_emulated(op, f"group_list_type={group_list_type}")
+    if ends and ends[-1] > rows:
+        raise ValueError(f"{op}: the groups cover {ends[-1]} rows but x has {rows}")
+    return [0] + ends
+
+
+def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor], *, bias=None, scale=None,
+                       offset=None, antiquant_scale=None, antiquant_offset=None, per_token_scale=None,
+                       group_list: torch.Tensor | None = None, activation_input=None, activation_quant_scale=None,
+                       activation_quant_offset=None, split_item: int = 0, group_type: int | None = None,
+                       group_list_type: int = 0, act_type: int = 0, tuning_config=None, output_dtype=None,
+                       x_dtype=None, weight_dtype=None, scale_dtype=None,
+                       per_token_scale_dtype=None) -> list[torch.Tensor]:
+    """M-axis grouped matmul (``group_type=0``) as vllm-ascend calls it: one ``x`` ``[M, K]``, one weight
+    ``[G, K, N]``, ``group_list`` int64 (type 0 cumsum, type 1 counts); ``y[rows of g] = x[rows of g] @ weight[g]``,
+    fp32 accumulation, x's dtype out. ``split_item`` 2/3 return one tensor (in a list), as do 0/1 here (one weight).
+    Rows past the last group are undefined on the device; zeros here."""
+    op = "npu_grouped_matmul"
+    unused = {"bias": bias, "scale": scale, "offset": offset, "antiquant_scale": antiquant_scale,
+              "antiquant_offset": antiquant_offset, "per_token_scale": per_token_scale,
+              "activation_input": activation_input, "activation_quant_scale": activation_quant_scale,
+              "activation_quant_offset": activation_quant_offset, "output_dtype": output_dtype}
+    given = [name for name, value in unused.items() if value is not None]
+    if given or act_type != 0:
+        raise _not_emulated(op, f"{', '.join(given) or f'act_type={act_type}'}")
+    if group_type != 0 or group_list is None:
+        raise _not_emulated(op, f"group_type={group_type} without an m-axis group_list tensor")
+    if len(x) != 1 or len(weight) != 1:
+        raise _not_emulated(op, f"{len(x)} x tensors and {len(weight)} weights (only one of each)")
+    if split_item not in (0, 1, 2, 3):
+        raise ValueError(f"{op}: split_item must be 0, 1, 2 or 3, got {split_item}")
+    a, w = x[0], weight[0]
+    if a.dim() != 2 or w.dim() != 3 or w.shape[1] != a.shape[1] or group_list.numel() != w.shape[0]:
+        raise ValueError(f"{op}: x must be [M, K], weight [G, K, N] and group_list [G]; got {tuple(a.shape)}, "
+                         f"{tuple(w.shape)}, {tuple(group_list.shape)}")
+    if group_list.dtype != torch.int64:
+        raise TypeError(f"{op}: group_list must be int64, got {group_list.dtype}")
+    bounds = _group_bounds(op, group_list, group_list_type, a.shape[0])
+    y = torch.zeros((a.shape[0], w.shape[2]), dtype=torch.float32, device=a.device)
+    for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        if hi > lo:
+            y[lo:hi] = a[lo:hi].float() @ w[g].float()
+    return [y.to(a.dtype)]
+
+
+def npu_moe_finalize_routing(expanded_permuted_rows: torch.Tensor, skip1: torch.Tensor | None,
+                             skip2: torch.Tensor | None, bias: torch.Tensor | None, scales: torch.Tensor | None,
+                             expanded_src_to_dst_row: torch.Tensor, export_for_source_row: torch.Tensor | None,
+                             drop_pad_mode: int = 0, k: int = 1) -> torch.Tensor:
+    """``out[i] = skip1[i] + skip2[i] + sum_k scales[i,k] * (rows[src2dst[idx(i,k)]] + bias[expert[i,k]])``.
+
+    ``idx(i, k) = k*N + i`` (column-major) for ``drop_pad_mode`` 0/1 and ``i*K + k`` (row-major) for 2/3; an index
+    of -1 (a dropped pair) reads a zero row. ``K`` is ``scales.shape[1]`` (``k`` without scales). The keyword is
+    really ``export_for_source_row`` (the schema's spelling); it holds the expert of each pair, for ``bias``.
+    Summed in fp32; returned in the rows' dtype.
+    """
+    op = "npu_moe_finalize_routing"
+    _expect_int32(op, "expanded_src_to_dst_row", expanded_src_to_dst_row)
+    if drop_pad_mode not in (0, 1, 2, 3):
+        raise ValueError(f"{op}: drop_pad_mode must be 0, 1, 2 or 3, got {drop_pad_mode}")
+    if skip1 is None and skip2 is not None:
+        raise ValueError(f"{op}: skip2 needs skip1 (when skip1 is None, skip2 must be None too)")
+    if bias is not None and export_for_source_row is None:
+        raise ValueError(f"{op}: bias needs export_for_source_row (the expert of each pair)")
+    top_k = scales.shape[1] if scales is not None else k
+    nk = expanded_src_to_dst_row.numel()
+    if nk % top_k:
+        raise ValueError(f"{op}: expanded_src_to_dst_row has {nk} entries, not a multiple of K={top_k}")
+    n = nk // top_k
+    h = expanded_permuted_rows.shape[-1]
+    rows = expanded_permuted_rows.reshape(-1, h).float()
+    src = expanded_src_to_dst_row.long()
+    idx = (src.view(top_k, n).T if drop_pad_mode in (0, 1) else src.view(n, top_k))   # [N, K] -> row (or -1)
+    picked = torch.where((idx >= 0).unsqueeze(-1), rows[idx.clamp(min=0)], torch.zeros((), device=rows.device))
+    if bias is not None:
+        picked = picked + bias.float()[export_for_source_row.long()]
+    weights = scales.float() if scales is not None else torch.ones((n, top_k), device=rows.device)
+    out = (picked * weights.unsqueeze(-1)).sum(dim=1)
+    for skip in (skip1, skip2):
+        if skip is not None:
+            out = out + skip.float()
+    return out.to(expanded_permuted_rows.dtype)
+
+
+def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch.Tensor,
+                            probs: torch.Tensor | None = None, padded_mode: bool = False,
+                            restore_shape: Sequence[int] | None = None) -> torch.Tensor:
+    """``out[t] = sum_j permuted_tokens[sorted_indices[t*K + j]] * probs[t, j]`` (K = ``probs.shape[1]``; without
+    probs K = 1 and nothing is scaled). ``sorted_indices`` is the gather index (pair -> permuted row), as
+    ``npu_moe_init_routing_v2`` returns with ``row_idx_type=0``; a negative index is an error here.
+    Summed in fp32; returned in the tokens' dtype."""
+    op = "npu_moe_token_unpermute"
+    if padded_mode:
+        raise _not_emulated(op, "padded_mode=True")
+    _expect_int32(op, "sorted_indices", sorted_indices)
+    top_k = probs.shape[1] if probs is not None else 1
+    idx = sorted_indices.long()
+    if idx.numel() % top_k:
+        raise ValueError(f"{op}: sorted_indices has {idx.numel()} entries, not a multiple of K={top_k}")
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= permuted_tokens.shape[0]):
+        raise ValueError(f"{op}: sorted_indices must lie in [0, {permuted_tokens.shape[0]}) (rows of permuted_tokens); "
+                         "pass abs() or clamp the -1 entries of init_routing_v2 and zero their probs")
+    picked = permuted_tokens.float()[idx].view(-1, top_k, permuted_tokens.shape[-1])
+    if probs is not None:
+        picked = picked * probs.float().unsqueeze(-1)
+    return picked.sum(dim=1).to(permuted_tokens.dtype)

@@ -1,0 +1,17 @@
+"""Graph capture for decode steps (chapter 7): capture sizes, persistent input buffers, graph wrappers.
+
+A static graph wrapper (the class a platform names in ``get_static_graph_wrapper_cls()``) has this
+interface, which the model runner relies on:
+
+- ``cls(runnable, device)``: ``runnable(num_tokens)`` runs the model on the first ``num_tokens`` rows of
+  the persistent input buffers and returns its output;
+- ``cls.adjust_capture_sizes(sizes, num_hidden_layers) -> list[int]``: the sizes this kind of graph can
+  hold (Ascend's stream budget caps them; the others keep them);
+- ``wrapper.capture(size)``: capture the runnable for ``size`` rows (once, at start-up);
+- ``wrapper.replay(size, metadata) -> Tensor``: replay it after the buffers were filled; ``metadata``
+  (the step's ``AttentionMetadata``) is for wrappers that patch the graph per replay (ACL graph).
+
+Wrappers: :class:`~mini_platform.compilation.cpu_graph.CPUGraphWrapper` (the CPU graph of
+:mod:`mini_platform.ops.graph`), :class:`~mini_platform.compilation.cuda_graph.CUDAGraphWrapper`
+(``torch.cuda.CUDAGraph``), and the Ascend plugin's ``mini_platform.ascend.acl_graph.ACLGraphWrapper``.
+"""

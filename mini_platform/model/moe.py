@@ -1,0 +1,123 @@
+"""The mixture-of-experts block of Mixtral and Qwen2-MoE: router, routed experts, optional shared expert.
+
+    logits = gate(x)                                             # [T, E], a plain linear layer
+    w, ids = ops.moe_topk_softmax(logits, top_k, renormalize)    # fp32 softmax, top-k, maybe renormalised
+    out = ops.fused_experts(x, w13, w2, w, ids, expert_map)      # this block's share of the routed experts
+    out += sigmoid(shared_expert_gate(x)) * shared_expert(x)     # Qwen2-MoE only
+
+The experts' weights are stacked at load time into the layout the kernels want: ``w13`` ``[E_local, 2*I, H]``
+(each expert's gate rows, then its up rows) and ``w2`` ``[E_local, H, I]``; :meth:`SparseMoeBlock.checkpoint_targets`
+tells the loader which slice each per-expert checkpoint tensor fills.
+
+Expert parallelism: a block built with an ``expert_map`` (global id -> local index, -1 = elsewhere) holds and
+loads only its own experts, and :meth:`SparseMoeBlock.routed_experts` computes exactly their share, so summing
+it over all owners gives the routed output of the whole layer. The shared expert is not split: it belongs to
+every rank and must be added once (:meth:`SparseMoeBlock.shared_output`).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .. import ops
+from .config import ModelConfig
+from .layers import Linear, SiluAndMulMLP
+
+
+def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
+    """vLLM's ``determine_expert_map``: int32 ``[num_experts]``, this rank's experts numbered 0.. in order, -1 elsewhere.
+
+    ``linear``: contiguous runs, the first ``num_experts % ep_size`` ranks one expert more;
+    ``round_robin``: experts ``ep_rank, ep_rank + ep_size, ...``.
+    """
+    if not 0 <= ep_rank < ep_size:
+        raise ValueError(f"ep_rank must be in [0, ep_size={ep_size}), got {ep_rank}")
+    if placement == "linear":
+        base, rest = divmod(num_experts, ep_size)
+        start = ep_rank * base + min(ep_rank, rest)
+        owned = range(start, start + base + (ep_rank < rest))
+    elif placement == "round_robin":
+        owned = range(ep_rank, num_experts, ep_size)
+    else:
+        raise ValueError(f"unknown expert placement {placement!r}; use 'linear' or 'round_robin'")
+    expert_map = torch.full((num_experts,), -1, dtype=torch.int32)
+    expert_map[list(owned)] = torch.arange(len(owned), dtype=torch.int32)
+    return expert_map
+
+
+def local_experts(expert_map: torch.Tensor | None, num_experts: int) -> list[int]:
+    """The global ids this map owns, by local index; checks that the owned entries number the experts 0..L-1."""
+    if expert_map is None:
+        return list(range(num_experts))
+    if expert_map.dim() != 1 or expert_map.numel() != num_experts or expert_map.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"expert_map must be an int32 tensor of shape [{num_experts}] (global id -> local index, "
+                         f"-1 = elsewhere), got {expert_map.dtype} of shape {tuple(expert_map.shape)}")
+    values = expert_map.tolist()
+    owned = sorted((local, g) for g, local in enumerate(values) if local >= 0)
+    if [local for local, _ in owned] != list(range(len(owned))) or any(v < -1 for v in values):
+        raise ValueError(f"expert_map {values} must give the owned experts the local indices 0..L-1 once each, "
+                         "and -1 to the others")
+    return [g for _, g in owned]
+
+
+class SparseMoeBlock(nn.Module):
+    def __init__(self, config: ModelConfig, dtype: torch.dtype, expert_map: torch.Tensor | None = None) -> None:
+        super().__init__()
+        moe = config.moe
+        if moe is None:
+            raise ValueError(f"{config.architecture} has no MoE settings; SparseMoeBlock needs config.moe")
+        self.top_k, self.renormalize, self.num_experts = moe.top_k, moe.renormalize, moe.num_experts
+        self.weight_names = moe.expert_weight_names
+        self.local_experts = local_experts(expert_map, moe.num_experts)
+        hidden, inter = config.hidden_size, moe.intermediate_size
+        self.gate = Linear(hidden, moe.num_experts, False, dtype)
+        self.register_buffer("expert_map", None if expert_map is None else
+                             expert_map.to(device=self.gate.weight.device, dtype=torch.int32), persistent=False)
+        local = len(self.local_experts)
+        self.w13 = nn.Parameter(torch.empty(local, 2 * inter, hidden, dtype=dtype), requires_grad=False)
+        self.w2 = nn.Parameter(torch.empty(local, hidden, inter, dtype=dtype), requires_grad=False)
+        shared = moe.shared_expert_intermediate_size
+        self.shared_expert = SiluAndMulMLP(config, dtype, shared) if shared else None
+        self.shared_expert_gate = Linear(hidden, 1, False, dtype) if shared else None
+
+    def checkpoint_targets(self, prefix: str) -> dict[str, torch.Tensor]:
+        """Checkpoint name -> the slice of ``w13`` / ``w2`` it fills, for the experts this block owns."""
+        gate, up, down = self.weight_names
+        inter = self.w2.shape[2]
+        targets = {}
+        for local, expert in enumerate(self.local_experts):
+            name = f"{prefix}.experts.{expert}"
+            targets[f"{name}.{gate}.weight"] = self.w13.data[local, :inter]
+            targets[f"{name}.{up}.weight"] = self.w13.data[local, inter:]
+            targets[f"{name}.{down}.weight"] = self.w2.data[local]
+        return targets
+
+    def ignored_checkpoint_tensors(self, prefix: str) -> set[str]:
+        """Tensors a checkpoint may hold that this block does not load: other ranks' experts, and the zero-size
+        shared expert transformers saves when ``shared_expert_intermediate_size`` is 0."""
+        owned = set(self.local_experts)
+        names = {f"{prefix}.experts.{e}.{w}.weight" for e in range(self.num_experts) if e not in owned
+                 for w in self.weight_names}
+        if self.shared_expert is None:
+            names |= {f"{prefix}.shared_expert.{w}.weight" for w in ("gate_proj", "up_proj", "down_proj")}
+            names.add(f"{prefix}.shared_expert_gate.weight")
+        return names
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(topk_weights fp32 [T, K], topk_ids int32 [T, K])`` from the router logits."""
+        return ops.moe_topk_softmax(self.gate(x), self.top_k, self.renormalize)
+
+    def routed_experts(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
+        """This block's share of the routed experts (all of them without an expert map)."""
+        return ops.fused_experts(x, self.w13, self.w2, topk_weights, topk_ids, self.expert_map)
+
+    def shared_output(self, x: torch.Tensor) -> torch.Tensor | None:
+        """``sigmoid(shared_expert_gate(x)) * shared_expert(x)``, or None without a shared expert."""
+        if self.shared_expert is None:
+            return None
+        return torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.routed_experts(x, *self.route(x))
+        shared = self.shared_output(x)
+        return out if shared is None else out + shared

@@ -1,0 +1,85 @@
+"""Tests of exercise 231: moe_align_block_size."""
+import random
+
+import pytest
+
+import submission as sub
+
+DOC = [[2, 3, 4], [1, 2, 4], [1, 3, 4], [1, 2, 3]]
+
+
+def test_example_vllm_docstring():
+    sorted_ids, expert_ids, post = sub.moe_align_block_size(DOC, block_size=4, num_experts=5)
+    assert sorted_ids == [3, 6, 9, 12, 0, 4, 10, 12, 1, 7, 11, 12, 2, 5, 8, 12] + [12] * 11
+    assert expert_ids == [1, 2, 3, 4, 0, 0, 0]
+    assert post == 16
+
+
+def test_example_expert_map():
+    sorted_ids, expert_ids, post = sub.moe_align_block_size(DOC, 4, 5, expert_map=[-1, -1, -1, 0, 1])
+    assert expert_ids == [-1, -1, 0, 1, -1, -1, -1]
+    assert sorted_ids[:16] == [3, 6, 9, 12, 0, 4, 10, 12, 1, 7, 11, 12, 2, 5, 8, 12] and post == 16
+
+
+def test_full_run_needs_no_padding_block():
+    # expert 0 gets exactly 4 entries: one block, no sentinel inside its run
+    sorted_ids, expert_ids, post = sub.moe_align_block_size([[0, 1], [0, 1], [0, 2], [0, 1]], 4, 3)
+    assert post == 12
+    assert sorted_ids[:12] == [0, 2, 4, 6, 1, 3, 7, 8, 5, 8, 8, 8]
+    assert expert_ids[:3] == [0, 1, 2]
+
+
+def test_block_size_one_and_empty_experts():
+    sorted_ids, expert_ids, post = sub.moe_align_block_size([[3], [3], [0]], 1, 6)
+    assert post == 3 and sorted_ids == [2, 0, 1] and expert_ids == [0, 3, 3]
+
+
+def test_empty_batch():
+    sorted_ids, expert_ids, post = sub.moe_align_block_size([], 4, 2)
+    assert post == 0 and sorted_ids == [0] * 6 and expert_ids == [0, 0]
+
+
+@pytest.mark.parametrize("args", [
+    ([[0, 5]], 4, 5, None), ([[0, -1]], 4, 5, None), ([[0, 1]], 0, 5, None), ([[0, 1]], 4, 5, [0, 1, 2]),
+])
+def test_bad_input_raises(args):
+    with pytest.raises(ValueError):
+        sub.moe_align_block_size(*args)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_routing(seed):
+    rng = random.Random(seed)
+    num_experts = rng.choice([2, 3, 8, 16])
+    top_k = rng.randint(1, min(num_experts, 4))
+    block_size = rng.choice([1, 2, 4, 16])
+    weights = [rng.random() ** 3 for _ in range(num_experts)]        # skewed: some experts stay empty
+    topk_ids = []
+    for _ in range(rng.randint(0, 40)):
+        left = list(range(num_experts))
+        row = [left.pop(rng.choices(range(len(left)), [weights[e] for e in left])[0]) for _ in range(top_k)]
+        topk_ids.append(row)
+    expert_map = None
+    if seed % 3 == 0:
+        owned = sorted(rng.sample(range(num_experts), rng.randint(1, num_experts)))
+        expert_map = [owned.index(e) if e in owned else -1 for e in range(num_experts)]
+    sorted_ids, expert_ids, post = sub.moe_align_block_size(topk_ids, block_size, num_experts, expert_map)
+    numel = len(topk_ids) * top_k
+    flat = [e for row in topk_ids for e in row]
+    buffer = numel + num_experts * (block_size - 1)
+    assert len(sorted_ids) == buffer and len(expert_ids) == -(-buffer // block_size)
+    counts = [flat.count(e) for e in range(num_experts)]
+    assert post == sum(-(-c // block_size) * block_size for c in counts) and post % block_size == 0
+    assert sorted_ids[post:] == [numel] * (buffer - post)
+    position = 0
+    expected_blocks = []
+    for e in range(num_experts):
+        run = sorted_ids[position:position + -(-counts[e] // block_size) * block_size]
+        assert run[:counts[e]] == [i for i, x in enumerate(flat) if x == e]
+        assert set(run[counts[e]:]) <= {numel}
+        expected_blocks += [e] * (len(run) // block_size)
+        position += len(run)
+    expected_blocks += [0] * (len(expert_ids) - len(expected_blocks))
+    if expert_map is not None:
+        expected_blocks = [expert_map[e] for e in expected_blocks]
+    assert expert_ids == expected_blocks

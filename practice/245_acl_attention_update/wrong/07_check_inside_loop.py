@@ -1,0 +1,12 @@
+# Mistake: The learner checks the batch size inside the update loop, after begin_update, leaving a task half-updated on error.
+from __future__ import annotations
+
+
+def update_attention_tasks(tasks: list, seq_lens: list[int]) -> None:
+    for task in tasks:
+        task.begin_update()
+        if len(seq_lens) > task.num_rows:
+            raise ValueError(f"{len(seq_lens)} requests do not fit a graph captured for {task.num_rows} rows")
+        task.seq_lens = list(seq_lens) + [0] * (task.num_rows - len(seq_lens))
+        task.end_update()
+        task.event.record()
