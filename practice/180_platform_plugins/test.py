@@ -168,7 +168,15 @@ def test_cpu_target_with_unavailable_cpu_is_an_error(cpu):
     assert cpu.calls == 1 and builtin["cuda"].calls == 0 and oot["ascend"].calls == 0
 
 
-@pytest.mark.parametrize("target", ["cuda", "npu", "", "CPU", " cpu"])   # only exactly "cpu" counts
+@pytest.mark.parametrize("target", [" CPU ", "Cpu", "cpu\n"])
+def test_cpu_target_is_stripped_and_case_insensitive(target):
+    builtin = {"cpu": on("b.Cpu"), "cuda": on("b.Cuda")}
+    oot = {"ascend": on("o.Ascend")}
+    assert resolve(builtin, oot, {TARGET: target}) == "b.Cpu"
+    assert calls(builtin) == {"cpu": 1, "cuda": 0} and calls(oot) == {"ascend": 0}
+
+
+@pytest.mark.parametrize("target", ["cuda", "npu", "", "cpux"])
 def test_other_targets_do_not_short_circuit(target):
     builtin = {"cpu": on("b.Cpu"), "cuda": off()}
     oot = {"ascend": on("o.Ascend")}
@@ -275,7 +283,7 @@ def expected_resolution(builtin, oot, env):
             return ("error", [chosen]), bounds
         return ("ok", qualname(kind, chosen)), bounds
 
-    if env.get(TARGET) == "cpu":
+    if env.get(TARGET, "").strip().lower() == "cpu":
         bounds[("b", "cpu")] = (1, 1)
         return (("ok", qualname("b", "cpu")) if builtin["cpu"] == "on" else ("error", [])), bounds
 

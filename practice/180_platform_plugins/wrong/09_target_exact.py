@@ -1,4 +1,4 @@
-# Mistake: Strips and lower-cases MINI_PLATFORM_TARGET_DEVICE, although only exactly "cpu" selects the CPU.
+# Mistake: Compares MINI_PLATFORM_TARGET_DEVICE with "cpu" exactly, so " CPU " does not select the CPU.
 """Exercise 180 (reference): resolve the platform from detectors and env; forward device APIs."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def resolve_platform(builtin: Mapping[str, Detector], oot: Mapping[str, Detector
     if selected:
         return _select(selected, builtin, oot)
 
-    if env.get("MINI_PLATFORM_TARGET_DEVICE", "").strip().lower() == "cpu":
+    if env.get("MINI_PLATFORM_TARGET_DEVICE") == "cpu":
         qualname = _probe(builtin["cpu"])
         if qualname is None:
             raise PlatformResolutionError("MINI_PLATFORM_TARGET_DEVICE=cpu but the cpu platform is not available")
