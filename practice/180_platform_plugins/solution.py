@@ -56,7 +56,7 @@ def resolve_platform(builtin: Mapping[str, Detector], oot: Mapping[str, Detector
     if selected:
         return _select(selected, builtin, oot)
 
-    if env.get("MINI_PLATFORM_TARGET_DEVICE") == "cpu":
+    if env.get("MINI_PLATFORM_TARGET_DEVICE", "").strip().lower() == "cpu":
         qualname = _probe(builtin["cpu"])
         if qualname is None:
             raise PlatformResolutionError("MINI_PLATFORM_TARGET_DEVICE=cpu but the cpu platform is not available")

@@ -120,6 +120,13 @@ def test_blank_selection_counts_as_unset(blank):
     assert resolve(builtin, {}, {SELECT: blank, TARGET: "cpu"}) == "b.Cpu"
 
 
+def test_selected_name_is_stripped():
+    builtin = {"cpu": on("b.Cpu")}
+    oot = {"ascend": on("o.Ascend"), "xpu": on("o.Xpu")}
+    assert resolve(builtin, oot, {SELECT: " xpu\t"}) == "o.Xpu"
+    assert calls(oot) == {"ascend": 0, "xpu": 1}
+
+
 def test_selecting_an_unknown_name_is_an_error_naming_it():
     builtin = {"cpu": on("b.Cpu")}
     oot = {"ascend": on("o.Ascend")}
@@ -161,7 +168,15 @@ def test_cpu_target_with_unavailable_cpu_is_an_error(cpu):
     assert cpu.calls == 1 and builtin["cuda"].calls == 0 and oot["ascend"].calls == 0
 
 
-@pytest.mark.parametrize("target", ["cuda", "npu", ""])
+@pytest.mark.parametrize("target", [" CPU ", "Cpu", "cpu\n"])
+def test_cpu_target_is_stripped_and_case_insensitive(target):
+    builtin = {"cpu": on("b.Cpu"), "cuda": on("b.Cuda")}
+    oot = {"ascend": on("o.Ascend")}
+    assert resolve(builtin, oot, {TARGET: target}) == "b.Cpu"
+    assert calls(builtin) == {"cpu": 1, "cuda": 0} and calls(oot) == {"ascend": 0}
+
+
+@pytest.mark.parametrize("target", ["cuda", "npu", "", "cpux"])
 def test_other_targets_do_not_short_circuit(target):
     builtin = {"cpu": on("b.Cpu"), "cuda": off()}
     oot = {"ascend": on("o.Ascend")}
@@ -268,7 +283,7 @@ def expected_resolution(builtin, oot, env):
             return ("error", [chosen]), bounds
         return ("ok", qualname(kind, chosen)), bounds
 
-    if env.get(TARGET) == "cpu":
+    if env.get(TARGET, "").strip().lower() == "cpu":
         bounds[("b", "cpu")] = (1, 1)
         return (("ok", qualname("b", "cpu")) if builtin["cpu"] == "on" else ("error", [])), bounds
 
@@ -408,6 +423,14 @@ def test_dunder_names_are_never_forwarded(device_modules):
         with pytest.raises(AttributeError):
             getattr(p, name)
         assert not hasattr(p, name)
+
+
+def test_names_with_double_underscores_at_one_end_only_are_forwarded(device_modules):
+    device_modules["npu"] = device_module("fake_npu", __private=1, tail__=2, _x_=3, ____=4)
+    p = npu_platform_class()()
+    assert (getattr(p, "__private"), getattr(p, "tail__"), getattr(p, "_x_")) == (1, 2, 3)
+    with pytest.raises(AttributeError):
+        getattr(p, "____")                  # starts and ends with "__"
 
 
 def test_copy_and_pickle_give_equal_objects(device_modules):

@@ -157,6 +157,14 @@ def test_discover_reads_only_metadata_headers(site):
     assert eps["nover"].dist == "no-version" and eps["nover"].version == ""
 
 
+def test_metadata_headers_end_at_the_first_blank_line(site):
+    # Name and Version only in the body: not a distribution / no version
+    write_dist(site, "body_name-1.0", "Metadata-Version: 2.1\nSummary: x\n\nName: impostor\nVersion: 6.6\n",
+               f"[{GROUP}]\nfake = fake:detect\n")
+    write_dist(site, "body_version-1.0", "Name: body-version\n\nVersion: 6.6\n", f"[{GROUP}]\nbv = bv:detect\n")
+    assert sub.discover(site, GROUP) == {"bv": sub.EntryPoint("bv", "bv:detect", GROUP, "body-version", "")}
+
+
 def test_discover_skips_what_is_not_a_distribution(site):
     write_dist(site, "no_metadata-1.0", None, f"[{GROUP}]\nghost = ghost:detect\n")
     write_dist(site, "no_name-1.0", "Metadata-Version: 2.1\nVersion: 1.0\n", f"[{GROUP}]\nnameless = n:d\n")

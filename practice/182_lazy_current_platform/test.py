@@ -210,6 +210,36 @@ def test_reentry_through_from_import(factory, monkeypatch):
     assert sub.current_platform is factory.made[0]
 
 
+def test_another_thread_reading_during_creation_waits_instead_of_failing(factory):
+    """Re-entry is the *same* thread reading again. A second thread that reads current_platform while
+    the first is inside create_platform() must wait for the lock and then get the cached platform."""
+    import threading
+
+    outcome = []
+
+    def reader():
+        try:
+            outcome.append(sub.current_platform)
+        except BaseException as exc:  # noqa: BLE001 - recorded and checked below
+            outcome.append(exc)
+
+    other = threading.Thread(target=reader, daemon=True)
+
+    def create_while_another_thread_reads():
+        try:
+            other.start()
+        except RuntimeError:  # no threads here (Python in the browser)
+            pytest.skip("this Python cannot start threads")
+        other.join(0.5)         # a wrong re-entry check fails the reader at once; a right one blocks it
+        return "the platform"
+
+    factory.plan = [create_while_another_thread_reads]
+    assert sub.current_platform == "the platform"
+    other.join(10)
+    assert outcome == ["the platform"], f"the other thread got {outcome!r}"
+    assert factory.calls == 1
+
+
 # ---------------------------------------------------------------- other names and dir()
 
 def test_other_names_raise_attribute_error_without_resolving(factory):

@@ -216,6 +216,9 @@ def test_a_method_returning_a_non_string_is_a_type_error():
     with pytest.raises(TypeError) as info:
         sub.Components(Odd, env={})
     assert "get_graph_wrapper_cls" in str(info.value)
+    with pytest.raises(TypeError) as info:   # overriding the role does not skip the method's check
+        sub.Components(Odd, env={"MINI_PLATFORM_GRAPH_WRAPPER": "graphs_183.wrapper.Graph"})
+    assert "get_graph_wrapper_cls" in str(info.value)
 
 
 def test_unknown_role_is_a_key_error_naming_it():

@@ -26,10 +26,10 @@ def parse_visible(value: str, total: int) -> list[int]:
 
 
 def reconcile(env: MutableMapping[str, str]) -> None:
-    """Both set and different (spaces ignored) -> VisibleDevicesMismatchError; one set -> copy it to the other."""
+    """Both set and different (whitespace ignored) -> VisibleDevicesMismatchError; one set -> copy it to the other."""
     cuda, ascend = env.get(CUDA_VAR), env.get(ASCEND_VAR)
     if cuda is not None and ascend is not None:
-        if cuda.replace(" ", "") != ascend.replace(" ", ""):
+        if "".join(cuda.split()) != "".join(ascend.split()):
             raise VisibleDevicesMismatchError(
                 f"{CUDA_VAR}={cuda!r} and {ASCEND_VAR}={ascend!r} select different devices; unset one or make them equal")
     elif cuda is not None:

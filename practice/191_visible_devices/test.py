@@ -1,5 +1,6 @@
 """Tests of exercise 191: parsing visible-device lists, reconciling the two variables, logical ids."""
 import random
+import re
 
 import pytest
 
@@ -22,7 +23,7 @@ def test_example():
 @pytest.mark.parametrize("value,expected", [
     ("", []), ("   ", []), ("0", [0]), (" 3 ", [3]), ("0,1,2,3", [0, 1, 2, 3]), ("3,2,1,0", [3, 2, 1, 0]),
     ("-1", []), ("1,-1,2", [1]), ("x", []), ("1,,2", [1]), ("1.0", []), ("2,1.5", [2]), ("0,4", [0]),
-    ("01", [1]), ("1,2,", [1, 2]), ("+1", []), ("0x1", []), ("GPU-1234", []), ("2,2", [2]), ("１", []),
+    ("01", [1]), ("1,2,", [1, 2]), ("\t2\n,1", [2, 1]), ("+1", []), ("0x1", []), ("GPU-1234", []), ("2,2", [2]), ("１", []),
 ])
 def test_parse_rule(value, expected):
     assert parse_visible(value, total=4) == expected
@@ -43,6 +44,9 @@ def test_reconcile_copies_unchanged_and_ignores_spaces():
     env = {ASCEND_VAR: "0, 1", CUDA_VAR: "0,1 "}
     reconcile(env)  # equal once spaces are removed: nothing to do
     assert env == {ASCEND_VAR: "0, 1", CUDA_VAR: "0,1 "}
+    env = {ASCEND_VAR: "0,\t1", CUDA_VAR: "0,1\n"}
+    reconcile(env)  # tabs and newlines are whitespace too
+    assert env == {ASCEND_VAR: "0,\t1", CUDA_VAR: "0,1\n"}
     env = {"OTHER": "1"}
     reconcile(env)
     assert env == {"OTHER": "1"}
@@ -54,7 +58,11 @@ def test_reconcile_copies_unchanged_and_ignores_spaces():
 def test_physical_id_errors():
     with pytest.raises(ValueError) as info:
         physical_id(2, {CUDA_VAR: "5,6"}, CUDA_VAR, total=8)
-    assert "2" in str(info.value) and "2 device" in str(info.value)
+    assert "2" in str(info.value)                          # logical 2, and 2 devices are visible
+    with pytest.raises(ValueError) as info:
+        physical_id(4, {CUDA_VAR: "5,6,7"}, CUDA_VAR, total=8)
+    message = str(info.value)
+    assert re.search(r"(?<!\d)4(?!\d)", message) and re.search(r"(?<!\d)3(?!\d)", message)
     with pytest.raises(ValueError):
         physical_id(-1, {}, CUDA_VAR, total=4)
     with pytest.raises(ValueError):

@@ -6,6 +6,16 @@ import pytest
 from submission import KernelRegistry, KernelUnavailableError
 
 
+def check_message(error, kernel, backend, having):
+    """The statement gives "a message like": test only that it names the kernel, the backend and,
+    in alphabetical order, the backends that have the kernel."""
+    message = str(error)
+    assert kernel in message and backend in message, message
+    positions = [message.rfind(name) for name in having]
+    assert -1 not in positions and positions == sorted(positions), message
+    assert (error.kernel, error.backend) == (kernel, backend)
+
+
 def make():
     ops = KernelRegistry(["cpu", "triton", "npu"], default="cpu")
 
@@ -28,7 +38,7 @@ def test_example():
         assert ops.call("rms_norm", 1.0, backend="cpu") == "cpu"
     with pytest.raises(KernelUnavailableError) as info:
         ops.get("rms_norm", "npu")
-    assert str(info.value) == "kernel 'rms_norm' is not available in the 'npu' backend (available in: cpu, triton)"
+    check_message(info.value, "rms_norm", "npu", ["cpu", "triton"])
     with pytest.raises(ValueError):
         ops.get("rms_nrom")
 
@@ -106,5 +116,4 @@ def test_random_tables(seed):
                 with pytest.raises(KernelUnavailableError) as info:
                     with ops.use_backend(backend):
                         ops.get(kernel)
-                assert str(info.value).endswith(f"(available in: {', '.join(sorted(having))})")
-                assert f"'{backend}'" in str(info.value) and f"'{kernel}'" in str(info.value)
+                check_message(info.value, kernel, backend, sorted(having))

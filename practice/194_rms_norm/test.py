@@ -33,6 +33,25 @@ def test_random_against_torch(seed, dtype):
     torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_rounds_once(dtype):
+    """Computed in fp32 and rounded once, nearly every element equals the exactly rounded result;
+    rounding an intermediate (the normalized x before the weight) makes many differ by one step."""
+    g = torch.Generator().manual_seed(194)
+    x, w = torch.randn(64, 128, generator=g).to(dtype), (1 + torch.randn(128, generator=g)).to(dtype)
+    exact = F.rms_norm(x.double(), (128,), w.double(), 1e-6).to(dtype)
+    differ = (rms_norm(x, w, 1e-6) != exact).float().mean().item()
+    assert differ < 0.01, f"{differ:.1%} of the elements differ from the exactly rounded result"
+
+
+def test_eps_inside_the_square_root():
+    # rows whose mean square is comparable to eps: where eps goes decides the result
+    x = torch.tensor([[1e-3, -2e-3, 3e-3, 0.0], [1e-2, 1e-2, -1e-2, 1e-2], [0.0, 0.0, 0.0, 0.0]])
+    w = torch.tensor([1.0, 2.0, 0.5, 1.0])
+    out = rms_norm(x, w, 1e-5)
+    torch.testing.assert_close(out, F.rms_norm(x.double(), (4,), w.double(), 1e-5).float(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_fused_add(dtype):
     g = torch.Generator().manual_seed(42)

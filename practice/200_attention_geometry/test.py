@@ -63,6 +63,26 @@ def test_rope_spellings():
     assert (both["rope_theta"], both["rope_type"]) == (50.0, "linear")     # rope_scaling wins, as in transformers 5
 
 
+def test_dtype_wins_over_torch_dtype():
+    base = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    assert geometry({**base, "dtype": "float32", "torch_dtype": "bfloat16"})["kv_bytes_per_token"] == 2 * 2 * 64 * 4
+    assert geometry({**base, "dtype": "bfloat16", "torch_dtype": "float32"})["kv_bytes_per_token"] == 2 * 2 * 64 * 2
+
+
+def test_empty_rope_scaling_counts_as_absent():
+    base = {"hidden_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1}
+    g = geometry({**base, "rope_scaling": {}, "rope_parameters": {"rope_type": "linear", "rope_theta": 9.0}})
+    assert (g["rope_theta"], g["rope_type"]) == (9.0, "linear")
+    g = geometry({**base, "rope_scaling": {}, "rope_theta": 123})
+    assert (g["rope_theta"], g["rope_type"]) == (123.0, "default")
+
+
+def test_top_level_rope_theta_is_used_when_the_dict_has_none():
+    base = {"hidden_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1}
+    g = geometry({**base, "rope_theta": 42, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    assert (g["rope_theta"], g["rope_type"]) == (42.0, "dynamic")
+
+
 @pytest.mark.parametrize("changes, field", [
     ({"num_key_value_heads": 3}, "num_key_value_heads"),
     ({"num_key_value_heads": 0}, "num_key_value_heads"),

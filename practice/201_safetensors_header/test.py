@@ -2,6 +2,7 @@
 import json
 import math
 import random
+import re
 import struct
 
 import pytest
@@ -40,7 +41,7 @@ def test_example():
                                            "end": 16 + len(header)}
     assert sub.read_tensor(blob, "w") == [1.5, -2.0]
     assert sub.read_tensor(blob, "b") == [1.0]
-    with pytest.raises(sub.SafetensorsError, match="'b'"):
+    with pytest.raises(sub.SafetensorsError, match=r"\bb\b"):
         sub.parse_header(blob[:-1])
 
 
@@ -89,24 +90,53 @@ def _raw_header(header_obj, data):
     return struct.pack("<Q", len(text)) + text + data
 
 
-@pytest.mark.parametrize("blob, match", [
-    (b"\x01\x00", "8"),
-    (struct.pack("<Q", 100) + b"{}", "100"),
-    (struct.pack("<Q", 2) + b"[]", "object"),
-    (struct.pack("<Q", 3) + b"{x}", "JSON"),
-    (_raw_header({"t": {"dtype": "Q4", "shape": [1], "data_offsets": [0, 1]}}, b"\x00"), "'t'"),
-    (_raw_header({"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, b"\x00" * 4), "'t'"),
-    (_raw_header({"t": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\x00" * 4), "'t'"),
-    (_raw_header({"t": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, b"\x00" * 4), "'t'"),
-    (_raw_header({"t": {"dtype": "F32", "shape": [1], "data_offsets": [0]}}, b"\x00" * 4), "'t'"),
-    (_raw_header({"t": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}, b"\x00" * 2), "'t'"),
-    (_raw_header({"t": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}}, b"\x00" * 3), "'t'"),
-    (_raw_header({"s": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
-                  "t": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}, b"\x00" * 3), "'t'"),
-    (_raw_header({}, b"\x00"), "1"),
+NOT_UTF8_HEADER = b'{"\xe9":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}'
+NOT_UTF8 = struct.pack("<Q", len(NOT_UTF8_HEADER)) + NOT_UTF8_HEADER
+
+
+# File-level problems: the statement gives no wording, so only the exception type is tested.
+@pytest.mark.parametrize("blob", [
+    b"\x01\x00",                                     # fewer than 8 bytes
+    struct.pack("<Q", 100) + b"{}",                  # N beyond the end of the file
+    struct.pack("<Q", 2) + b"[]",                    # not an object
+    struct.pack("<Q", 3) + b"{x}",                   # not JSON
+    struct.pack("<Q", 2) + b"\xff\xfe",              # not UTF-8
+    NOT_UTF8,                                         # valid JSON in Latin-1, but not UTF-8
+    _raw_header({}, b"\x00"),                        # no tensors, but a non-empty buffer
+    _raw_header({"__metadata__": {"a": "b"}}, b"\x00"),
 ])
-def test_invalid_files(blob, match):
-    with pytest.raises(sub.SafetensorsError, match=match):
+def test_invalid_files(blob):
+    with pytest.raises(sub.SafetensorsError):
+        sub.parse_header(blob)
+
+
+NAME = "blk.7.attn_q"     # problems about one tensor: the message names it (quoted or not)
+
+
+@pytest.mark.parametrize("entry, data", [
+    ({"dtype": "Q4", "shape": [1], "data_offsets": [0, 1]}, b"\x00"),          # unknown dtype
+    ({"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}, b"\x00" * 4),     # size does not match the shape
+    ({"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [1.0], "data_offsets": [0, 4]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": 1, "data_offsets": [0, 4]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 8]}, b"\x00" * 4),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}, b"\x00" * 4),
+    ({"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}, b"\x00" * 2),     # a hole before it
+    ({"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}, b"\x00" * 3),     # a byte left after it
+    ({"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, b"\x00" * 3),     # past the end
+])
+def test_invalid_tensor_entries_name_the_tensor(entry, data):
+    with pytest.raises(sub.SafetensorsError, match=re.escape(NAME)):
+        sub.parse_header(_raw_header({NAME: entry}, data))
+
+
+def test_overlap_names_the_tensor():
+    blob = _raw_header({"a.w": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                        NAME: {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}, b"\x00" * 3)
+    with pytest.raises(sub.SafetensorsError, match=re.escape(NAME)):
         sub.parse_header(blob)
 
 

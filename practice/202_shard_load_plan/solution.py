@@ -8,9 +8,10 @@ class LoadPlanError(ValueError):
 
 def _sources(name: str, rows: int, packed: dict[str, list[tuple[str, int]]]) -> list[tuple[str, int, int]]:
     """The checkpoint tensors that fill parameter `name`: (checkpoint name, start, stop)."""
-    *prefix, module, leaf = name.split(".")
-    if module not in packed:
+    parts = name.split(".")
+    if len(parts) < 2 or parts[-2] not in packed:   # a name without a dot has no module component
         return [(name, 0, rows)]
+    prefix, module, leaf = parts[:-2], parts[-2], parts[-1]
     out, start = [], 0
     for part, size in packed[module]:
         out.append((".".join([*prefix, part, leaf]), start, start + size))

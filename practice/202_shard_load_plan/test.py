@@ -18,7 +18,7 @@ def test_example():
                           ("norm.weight", "norm.weight", 0, 4)],
         "b.safetensors": [("layers.0.attn.k_proj.weight", "layers.0.attn.qkv_proj.weight", 4, 6),
                           ("layers.0.attn.v_proj.weight", "layers.0.attn.qkv_proj.weight", 6, 8)]}
-    with pytest.raises(sub.LoadPlanError, match=r"unexpected.*layers\.0\.attn\.rotary_emb\.inv_freq"):
+    with pytest.raises(sub.LoadPlanError, match=r"layers\.0\.attn\.rotary_emb\.inv_freq"):
         sub.plan_loading(weight_map, params, PACKED)
 
 
@@ -52,9 +52,17 @@ def test_missing_lists_all_before_unexpected():
     with pytest.raises(sub.LoadPlanError) as info:
         sub.plan_loading(weight_map, params, PACKED)
     message = str(info.value)
-    assert "missing" in message and "a.k_proj.weight" in message and "a.v_proj.weight" in message
+    assert "a.k_proj.weight" in message and "a.v_proj.weight" in message
     assert "norm.weight" in message and "extra.weight" not in message
     assert message.index("a.k_proj.weight") < message.index("a.v_proj.weight") < message.index("norm.weight")
+
+
+def test_missing_names_are_sorted_whatever_the_parameter_order():
+    with pytest.raises(sub.LoadPlanError) as info:
+        sub.plan_loading({}, {"z.weight": 1, "m.qkv_proj.weight": 8, "a.weight": 1}, PACKED)
+    message = str(info.value)
+    names = ["a.weight", "m.k_proj.weight", "m.q_proj.weight", "m.v_proj.weight", "z.weight"]
+    assert [message.index(n) for n in names] == sorted(message.index(n) for n in names), message
 
 
 def test_unexpected_lists_all():
@@ -62,7 +70,19 @@ def test_unexpected_lists_all():
     with pytest.raises(sub.LoadPlanError) as info:
         sub.plan_loading(weight_map, {"norm.weight": 4}, PACKED, ignore_suffixes=(".inv_freq",))
     message = str(info.value)
-    assert "unexpected" in message and message.index("b.weight") < message.index("z.bias")
+    assert "norm.weight" not in message and message.index("b.weight") < message.index("z.bias")
+
+
+def test_names_without_a_dot_and_files_only_ignored():
+    weight_map = {"logit_scale": "a", "norm.weight": "a", "rotary.inv_freq": "b"}
+    assert sub.plan_loading(weight_map, {"logit_scale": 1, "norm.weight": 4}, PACKED, (".inv_freq",)) == {
+        "a": [("logit_scale", "logit_scale", 0, 1), ("norm.weight", "norm.weight", 0, 4)]}
+
+
+def test_ignore_suffixes_are_suffixes():
+    weight_map = {"norm.weight": "a", "x.inv_freq.scale": "a"}
+    with pytest.raises(sub.LoadPlanError, match=r"x\.inv_freq\.scale"):
+        sub.plan_loading(weight_map, {"norm.weight": 4}, PACKED, (".inv_freq",))
 
 
 def test_parts_must_add_up():

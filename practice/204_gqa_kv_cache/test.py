@@ -88,3 +88,21 @@ def test_bfloat16_softmax_in_float32():
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.double(), naive(q.bfloat16().float(), k[:, :2].bfloat16().float(),
                                                    v[:, :2].bfloat16().float(), 0), atol=0.1, rtol=0.02)
+
+
+def test_peaked_bf16_scores_need_float32():
+    """Large scores: rounding them to bf16 moves the softmax weights far more than the output's rounding."""
+    gen = torch.Generator().manual_seed(9)
+    q = (16 * torch.randn(6, 4, 64, generator=gen)).bfloat16()
+    k, v = torch.randn(40, 2, 64, generator=gen).bfloat16(), torch.randn(40, 2, 64, generator=gen).bfloat16()
+    out = sub.gqa_attention(q, k, v, 34)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.double(), naive(q.float(), k.float(), v.float(), 34), atol=1e-2, rtol=8e-3)
+
+
+def test_cache_stores_in_its_dtype():
+    cache = sub.KVCache(4, 1, 2, dtype=torch.bfloat16)
+    k = torch.tensor([[[1.001, -2.3]], [[0.1, 7.7]]])
+    keys, values = cache.append(k, -k)
+    assert keys.dtype == values.dtype == torch.bfloat16
+    assert torch.equal(keys, k.bfloat16()) and torch.equal(values, (-k).bfloat16())

@@ -6,8 +6,8 @@ import pytest
 import submission as sub
 
 
-def state(pool):
-    return [pool.ref_count(b) for b in range(len(pool.counts))], pool.num_free
+def state(pool, n):
+    return [pool.ref_count(b) for b in range(n)], pool.num_free
 
 
 def test_example():
@@ -32,7 +32,7 @@ def test_error_type():
 def test_failed_calls_change_nothing():
     pool = sub.BlockPool(3)
     pool.allocate(2)
-    before = state(pool)
+    before = state(pool, 3)
     with pytest.raises(sub.NoFreeBlocksError):
         pool.allocate(2)
     with pytest.raises(ValueError):
@@ -41,9 +41,14 @@ def test_failed_calls_change_nothing():
         pool.share([0, 2])                 # block 2 is free: block 0 must not be counted either
     with pytest.raises(ValueError):
         pool.free([0, 1, 1])               # block 1 over-freed: block 0 must not be freed either
-    with pytest.raises(ValueError):
-        pool.ref_count(3)
-    assert state(pool) == before
+    for bad in (3, -1):
+        with pytest.raises(ValueError):
+            pool.ref_count(bad)
+        with pytest.raises(ValueError):
+            pool.share([bad])
+        with pytest.raises(ValueError):
+            pool.free([bad])
+    assert state(pool, 3) == before
     assert pool.allocate(0) == []
 
 

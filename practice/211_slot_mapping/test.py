@@ -17,6 +17,23 @@ def test_no_padding_requested():
     assert got["slot_mapping"] == [16, 17, 18] and got["max_query_len"] == 3
 
 
+def test_exactly_full_table_and_exact_padding():
+    got = sub.build_step_metadata([([3, 9], 6, 2)], block_size=4, num_padded_tokens=2)   # 8 tokens in 2 blocks
+    assert got["slot_mapping"] == [38, 39] and got["seq_lens"] == [8]
+
+
+def test_empty_batch():
+    got = sub.build_step_metadata([], block_size=4, num_padded_tokens=2)
+    assert got == {"slot_mapping": [-1, -1], "query_start_loc": [0], "seq_lens": [], "block_tables": [],
+                   "max_query_len": 0}
+
+
+def test_inputs_are_not_modified():
+    requests = [([7, 2], 3, 2), ([5], 0, 1)]
+    sub.build_step_metadata(requests, block_size=4, num_padded_tokens=4)
+    assert requests == [([7, 2], 3, 2), ([5], 0, 1)]
+
+
 @pytest.mark.parametrize("requests, pad", [
     ([([1], 3, 2)], None),          # 5 tokens do not fit in one block of 4
     ([([1], 0, 0)], None),          # num_new must be >= 1

@@ -28,6 +28,12 @@ def test_edge_lengths():
     assert sub.find_cached_prefix([5], 1, {one[0]: 0}) == (0, [])      # the only token must be computed
 
 
+def test_lookup_stops_at_the_first_miss():
+    h = sub.block_hashes([1, 2, 3, 4, 5, 6, 7], 2)
+    assert sub.find_cached_prefix([1, 2, 3, 4, 5, 6, 7], 2, {h[0]: 4, h[2]: 6}) == (2, [4])
+    assert sub.find_cached_prefix([1, 2, 3, 4, 5, 6, 7], 2, {h[1]: 5, h[2]: 6}) == (0, [])
+
+
 def test_same_block_after_different_prefix_has_a_different_hash():
     a = sub.block_hashes([1, 2, 7, 7], 2)
     b = sub.block_hashes([3, 4, 7, 7], 2)

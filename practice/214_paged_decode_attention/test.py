@@ -62,3 +62,31 @@ def test_random_ragged_batches(seed):
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), reference(query, key_cache, value_cache, tables, lens, hd ** -0.5),
                                atol=tol, rtol=tol)
+
+
+def test_unused_columns_are_never_read_and_a_full_row_fits():
+    gen = torch.Generator().manual_seed(7)
+    bs, nkv, nh, hd = 4, 2, 4, 8
+    key_cache, value_cache = torch.randn(6, bs, nkv, hd, generator=gen), torch.randn(6, bs, nkv, hd, generator=gen)
+    tables = torch.tensor([[4, 1, 5], [2, -1, 10 ** 6], [0, 3, -7]], dtype=torch.int32)
+    lens = torch.tensor([3 * bs, 3, bs + 1], dtype=torch.int32)      # row 0 exactly full
+    query = torch.randn(3, nh, hd, generator=gen)
+    got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, 0.5)
+    safe = tables.clamp(0, 5)
+    torch.testing.assert_close(got, reference(query, key_cache, value_cache, safe, lens, 0.5), atol=1e-5, rtol=1e-5)
+
+
+def test_peaked_bf16_scores_need_fp32_arithmetic():
+    """Large scores: rounding them to bf16 moves the softmax weights far more than the output's rounding."""
+    gen = torch.Generator().manual_seed(3)
+    bs, nkv, nh, hd, n = 16, 2, 4, 64, 250
+    nb = 2 * 16
+    key_cache = torch.randn(nb, bs, nkv, hd, generator=gen).bfloat16()
+    value_cache = torch.randn(nb, bs, nkv, hd, generator=gen).bfloat16()
+    query = (16 * torch.randn(2, nh, hd, generator=gen)).bfloat16()
+    tables = torch.randperm(nb, generator=gen).view(2, 16).to(torch.int32)
+    lens = torch.tensor([n, 256], dtype=torch.int32)
+    got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, hd ** -0.5)
+    assert got.dtype == torch.bfloat16
+    want = reference(query, key_cache, value_cache, tables, lens, hd ** -0.5)
+    torch.testing.assert_close(got.float(), want, atol=1e-2, rtol=8e-3)   # about two bf16 steps

@@ -49,3 +49,15 @@ def test_random_batches(seed):
     tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}[dtype]
     torch.testing.assert_close(got.float(), reference(query, key_cache, value_cache, tables, lens, hd ** -0.5),
                                atol=tol, rtol=tol)
+
+
+def test_scores_far_below_zero():
+    """Every score is about -160: a running max that starts at 0 underflows the sum of exponentials."""
+    gen = torch.Generator().manual_seed(11)
+    bs, hd = 4, 8
+    key_cache = 1 + 0.05 * torch.randn(3, bs, 1, hd, generator=gen)
+    value_cache = torch.randn(3, bs, 1, hd, generator=gen)
+    query = torch.full((1, 2, hd), -20.0)
+    tables, lens = torch.tensor([[2, 0, 1]], dtype=torch.int32), torch.tensor([10], dtype=torch.int32)
+    got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, 1.0)
+    torch.testing.assert_close(got, reference(query, key_cache, value_cache, tables, lens, 1.0), atol=1e-5, rtol=1e-5)

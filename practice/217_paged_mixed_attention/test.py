@@ -57,3 +57,31 @@ def test_random_mixed_batches(seed):
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), reference(query, key_cache, value_cache, tables, qsl, lens, hd ** -0.5),
                                atol=tol, rtol=tol)
+
+
+def test_unused_columns_are_never_read_and_a_full_row_fits():
+    gen = torch.Generator().manual_seed(5)
+    bs, nkv, nh, hd = 4, 1, 2, 8
+    key_cache, value_cache = torch.randn(5, bs, nkv, hd, generator=gen), torch.randn(5, bs, nkv, hd, generator=gen)
+    tables = torch.tensor([[3, 0], [4, -1], [1, 10 ** 6]], dtype=torch.int32)
+    lens = torch.tensor([2 * bs, 3, 1], dtype=torch.int32)           # row 0 exactly full
+    qsl = torch.tensor([0, 5, 6, 7], dtype=torch.int32)
+    query = torch.randn(7, nh, hd, generator=gen)
+    got = sub.paged_attention(query, key_cache, value_cache, tables, qsl, lens, 0.5)
+    want = reference(query, key_cache, value_cache, tables.clamp(0, 4), qsl, lens, 0.5)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_peaked_bf16_scores_need_fp32_arithmetic():
+    """Large scores: rounding them to bf16 moves the softmax weights far more than the output's rounding."""
+    gen = torch.Generator().manual_seed(3)
+    bs, nkv, nh, hd = 16, 2, 4, 64
+    key_cache = torch.randn(24, bs, nkv, hd, generator=gen).bfloat16()
+    value_cache = torch.randn(24, bs, nkv, hd, generator=gen).bfloat16()
+    tables = torch.randperm(24, generator=gen).view(2, 12).to(torch.int32)
+    qsl, lens = torch.tensor([0, 1, 40], dtype=torch.int32), torch.tensor([190, 150], dtype=torch.int32)
+    query = (16 * torch.randn(40, nh, hd, generator=gen)).bfloat16()
+    got = sub.paged_attention(query, key_cache, value_cache, tables, qsl, lens, hd ** -0.5)
+    assert got.dtype == torch.bfloat16
+    want = reference(query, key_cache, value_cache, tables, qsl, lens, hd ** -0.5)
+    torch.testing.assert_close(got.float(), want, atol=1e-2, rtol=8e-3)   # about two bf16 steps

@@ -39,6 +39,23 @@ def test_max_tokens_on_an_endless_stream_takes_no_extra_token():
     assert taken == [10, 11, 12, 13]
 
 
+def counting(tokens, taken):
+    for t in tokens:
+        taken.append(t)
+        yield t
+
+
+@pytest.mark.parametrize("args, want", [
+    ((1, 10, [8], [2], False, 100), ([1, 8], "stop")),      # stop token
+    ((1, 10, [], [2], False, 100), ([1, 8, 2], "stop")),     # EOS
+    ((4, 10, [], [2], True, 6), ([1, 8], "length")),         # context length
+])
+def test_no_token_is_taken_after_the_finish(args, want):
+    taken = []
+    assert generate_until_stop(counting([1, 8, 2, 5, 6, 7], taken), *args) == want
+    assert taken == want[0]
+
+
 def reference(stream, prompt_len, max_tokens, stops, eos, ignore_eos, max_len):
     out = []
     for t in stream:

@@ -51,6 +51,12 @@ def test_top_p_always_keeps_the_first_and_runs_after_top_k():
     close(sampling_probs(LOGITS, 1.0, 3, 0.5), [0.0, 4 / 7, 0.0, 3 / 7])
 
 
+def test_top_p_mass_exactly_reaching_top_p_drops_the_rest():
+    # four equal probabilities 0.25 (exact in binary): after two tokens the mass is exactly 0.5
+    close(sampling_probs([0.0, 0.0, 0.0, 0.0], 1.0, 0, 0.5), [0.5, 0.5, 0.0, 0.0])
+    close(sampling_probs([0.0, 0.0, 0.0, 0.0], 1.0, 0, 0.75), [1 / 3, 1 / 3, 1 / 3, 0.0])
+
+
 def test_large_logits_do_not_overflow():
     close(sampling_probs([1000.0, 1000.0], 1.0, 0, 1.0), [0.5, 0.5])
 

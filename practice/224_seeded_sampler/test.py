@@ -69,6 +69,14 @@ def test_masks_restrict_the_draws():
     assert topp == {0, 1}                       # 0.5 < 0.7 keeps the 2nd; 0.8 >= 0.7 drops the rest
 
 
+def test_top_k_keeps_ties_and_top_p_drops_at_equality():
+    g = gen(8)
+    tied = torch.tensor([[3.0, 2.0, 2.0, 0.0, 2.0]])
+    assert {sample(tied, [1.0], [2], [1.0], [g])[0] for _ in range(300)} == {0, 1, 2, 4}
+    flat = torch.zeros(1, 4)                    # probabilities exactly 0.25: two tokens reach top_p = 0.5
+    assert len({sample(flat, [1.0], [0], [0.5], [g])[0] for _ in range(300)}) == 2
+
+
 def test_draws_follow_the_filtered_distribution():
     probs = torch.tensor([0.05, 0.5, 0.15, 0.3])
     g = gen(4)

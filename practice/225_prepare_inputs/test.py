@@ -33,6 +33,19 @@ def test_last_chunk_after_a_prefix_hit_samples():
         "logits_indices": [1, 2]})
 
 
+def test_empty_step():
+    out = prepare_inputs([], 4)
+    check(out, {"input_ids": [], "positions": [], "slot_mapping": [], "query_start_loc": [0], "seq_lens": [],
+                "block_tables": [], "logits_indices": []})
+    assert tuple(out["block_tables"].shape) == (0, 0)
+
+
+def test_inputs_are_not_modified():
+    scheduled = [([7, 8, 9, 10, 11], 4, 1, [3, 0]), ([1, 2, 3, 4, 5, 6], 0, 3, [5])]
+    prepare_inputs(scheduled, 4)
+    assert scheduled == [([7, 8, 9, 10, 11], 4, 1, [3, 0]), ([1, 2, 3, 4, 5, 6], 0, 3, [5])]
+
+
 def reference(scheduled, bs):
     out = {k: [] for k in DTYPES}
     out["query_start_loc"] = [0]

@@ -1,0 +1,27 @@
+# Mistake: Hashes each block on its own tokens only, so the same block after a different prefix collides.
+"""Exercise 212: chained block hashes and prefix-cache hits."""
+from __future__ import annotations
+
+import hashlib
+
+
+def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
+    """Hash of one full block chained on the previous block's hash (None for the first block). Given."""
+    text = f"{parent_hash or ''}|{','.join(map(str, token_ids))}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def block_hashes(token_ids: list[int], block_size: int) -> list[str]:
+    hashes, parent = [], None
+    for start in range(0, len(token_ids) - block_size + 1, block_size):
+        hashes.append(hash_block(None, token_ids[start:start + block_size]))
+    return hashes
+
+
+def find_cached_prefix(token_ids: list[int], block_size: int, cached: dict[str, int]) -> tuple[int, list[int]]:
+    hit = []
+    for h in block_hashes(token_ids[:-1], block_size):
+        if h not in cached:
+            break
+        hit.append(cached[h])
+    return len(hit) * block_size, hit

@@ -1,0 +1,28 @@
+# Mistake: Stops the block loop one block early when the tokens fill the last block exactly.
+"""Exercise 212: chained block hashes and prefix-cache hits."""
+from __future__ import annotations
+
+import hashlib
+
+
+def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
+    """Hash of one full block chained on the previous block's hash (None for the first block). Given."""
+    text = f"{parent_hash or ''}|{','.join(map(str, token_ids))}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def block_hashes(token_ids: list[int], block_size: int) -> list[str]:
+    hashes, parent = [], None
+    for start in range(0, len(token_ids) - block_size, block_size):
+        parent = hash_block(parent, token_ids[start:start + block_size])
+        hashes.append(parent)
+    return hashes
+
+
+def find_cached_prefix(token_ids: list[int], block_size: int, cached: dict[str, int]) -> tuple[int, list[int]]:
+    hit = []
+    for h in block_hashes(token_ids[:-1], block_size):
+        if h not in cached:
+            break
+        hit.append(cached[h])
+    return len(hit) * block_size, hit

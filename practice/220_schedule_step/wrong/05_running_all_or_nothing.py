@@ -1,0 +1,32 @@
+# Mistake: Gives a running request nothing when its remaining tokens exceed the budget, instead of what is left.
+"""Exercise 220: one scheduling step under a token budget."""
+from __future__ import annotations
+
+Request = tuple[str, int, int]  # (request_id, num_tokens, num_computed)
+
+
+def schedule_step(running: list[Request], waiting: list[Request], budget: int, max_num_seqs: int,
+                  chunked: bool = True) -> list[tuple[str, int]]:
+    plan: list[tuple[str, int]] = []
+    for request_id, num_tokens, num_computed in running:
+        if budget == 0:
+            break
+        n = num_tokens - num_computed
+        if n > budget:
+            break
+        if n > 0:
+            plan.append((request_id, n))
+            budget -= n
+    num_running = len(running)
+    for request_id, num_tokens, num_computed in waiting:
+        if budget == 0 or num_running >= max_num_seqs:
+            break
+        n = num_tokens - num_computed
+        if n > budget:
+            if not chunked:
+                break
+            n = budget
+        plan.append((request_id, n))
+        budget -= n
+        num_running += 1
+    return plan

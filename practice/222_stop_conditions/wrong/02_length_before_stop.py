@@ -1,0 +1,17 @@
+# Mistake: Checks the length limits before the stop tokens, so a stop token on the last allowed step reads as length.
+"""Exercise 222: stop conditions."""
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def generate_until_stop(stream: Iterable[int], prompt_len: int, max_tokens: int, stop_token_ids: list[int],
+                        eos_token_ids: list[int], ignore_eos: bool, max_model_len: int) -> tuple[list[int], str | None]:
+    output: list[int] = []
+    for token in stream:
+        output.append(token)
+        if len(output) >= max_tokens or prompt_len + len(output) >= max_model_len:
+            return output, "length"
+        if token in stop_token_ids or (not ignore_eos and token in eos_token_ids):
+            return output, "stop"
+    return output, None

@@ -1,0 +1,17 @@
+# Mistake: Lets ignore_eos switch off the stop tokens as well as the EOS tokens.
+"""Exercise 222: stop conditions."""
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def generate_until_stop(stream: Iterable[int], prompt_len: int, max_tokens: int, stop_token_ids: list[int],
+                        eos_token_ids: list[int], ignore_eos: bool, max_model_len: int) -> tuple[list[int], str | None]:
+    output: list[int] = []
+    for token in stream:
+        output.append(token)
+        if not ignore_eos and (token in stop_token_ids or token in eos_token_ids):
+            return output, "stop"
+        if len(output) >= max_tokens or prompt_len + len(output) >= max_model_len:
+            return output, "length"
+    return output, None

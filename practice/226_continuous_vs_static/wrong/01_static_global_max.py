@@ -1,0 +1,19 @@
+# Mistake: Runs every static batch as long as the longest request overall, not the longest in its batch.
+"""Exercise 226: continuous vs static batching, counted in steps."""
+from __future__ import annotations
+
+from collections import deque
+
+
+def static_steps(output_lens: list[int], batch_size: int) -> int:
+    return -(-len(output_lens) // batch_size) * max(output_lens, default=0)
+
+
+def continuous_steps(output_lens: list[int], batch_size: int) -> int:
+    waiting, running, steps = deque(output_lens), [], 0
+    while waiting or running:
+        while waiting and len(running) < batch_size:
+            running.append(waiting.popleft())
+        running = [left - 1 for left in running if left > 1]
+        steps += 1
+    return steps
