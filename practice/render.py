@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 
 STATUS = {
     "accepted": ("通过", "Accepted"), "wrong_answer": ("答案错误", "Wrong answer"), "error": ("运行出错", "Error"),
@@ -51,6 +52,10 @@ ADVICE = {
                  "There is no standard input while judging: input() and sys.stdin read nothing. Take the data from the function's arguments."),
     "NotImplementedError": ("起始代码里的 TODO 还没有实现：把 raise NotImplementedError 换成你的实现。",
                             "The starter's TODO is still there: replace raise NotImplementedError with your implementation."),
+}
+MESSAGES = {   # outcomes decided outside Python's test run: by the CLI's sandbox or the browser page
+    "timeout": ("超过时间限制 {timeout:g} 秒，已被终止。", "ran longer than the {timeout:g} s limit and was stopped."),
+    "stopped": ("你停止了这次运行。", "You stopped this run."),
 }
 DIFF_LINES = 60      # lines of a diff shown
 FAILED_FIRST = ("error", "failed")
@@ -183,6 +188,10 @@ def _learner_lines(stderr: str) -> str:
 # The terminal
 
 
+def _label(key: str, lang: str) -> str:
+    return LABELS[key][1 if lang == "en" else 0]
+
+
 def _indent(text: str, prefix: str = "      ") -> str:
     return "\n".join(prefix + line for line in text.rstrip().splitlines())
 
@@ -209,7 +218,7 @@ def text(model: dict, lang: str, colour=lambda text, code: text, seconds: float 
             head = f"  {mark} " + (f"{count} 个测试" if lang == "zh" else f"{count} tests") + f"  [{group['label'][lang]}]"
         out.append(head)
         if count > 1:
-            out.append(_indent(_names(group["names"]), "      "))
+            out.append(textwrap.fill(_names(group["names"]), 100, initial_indent="      ", subsequent_indent="      "))
         compare = group["compare"]
         if compare:
             out.append(colour(_indent(group["headline"]), "31"))
@@ -220,22 +229,23 @@ def text(model: dict, lang: str, colour=lambda text, code: text, seconds: float 
         else:
             out.append(colour(_indent(group["message"]), "31"))
         if group["details"]:
-            out.append(_indent(LABELS["where"][lang == "en"] + ":") + "\n" + _indent(group["details"], "        "))
+            out.append(_indent(_label("where", lang) + ":") + "\n" + _indent(group["details"], "        "))
         if group["stdout"].strip():
-            out.append(_indent(LABELS["printed"][lang == "en"] + ":") + "\n" + _indent(group["stdout"][-2000:], "        "))
+            out.append(_indent(_label("printed", lang) + ":") + "\n" + _indent(group["stdout"][-2000:], "        "))
     if model["passed"]:
         label = f"{len(model['passed'])} 个测试通过" if lang == "zh" else f"{len(model['passed'])} tests passed"
-        out.append(f"  {colour('✓', '32')} {label}: {_names(model['passed'])}")
+        out.append(textwrap.fill(f"{colour('✓', '32')} {label}: {_names(model['passed'])}", 100,
+                                 initial_indent="  ", subsequent_indent="      "))
     if model["skipped"]:
-        out.append(f"  {colour('-', '33')} {LABELS['skipped_tests'][lang == 'en']}: {_names(model['skipped'])}")
+        out.append(f"  {colour('-', '33')} {_label('skipped_tests', lang)}: {_names(model['skipped'])}")
     if model["message"]:
         out.append(colour(_indent(model["message"], "  "), "31"))
     if model["details"]:
         out.append(_indent(model["details"], "    "))
     if model["output"].strip():
-        out.append(_indent(LABELS["printed_outside"][lang == "en"] + ":", "  ") + "\n" + _indent(model["output"][-2000:], "    "))
+        out.append(_indent(_label("printed_outside", lang) + ":", "  ") + "\n" + _indent(model["output"][-2000:], "    "))
     if model["process_stderr"].strip():
-        out.append(_indent(LABELS["process_stderr"][lang == "en"] + ":", "  ") + "\n" + _indent(model["process_stderr"], "    "))
+        out.append(_indent(_label("process_stderr", lang) + ":", "  ") + "\n" + _indent(model["process_stderr"], "    "))
     for advice in model["advice"]:
         out.append(colour(_indent(advice[lang], "  → "), "33"))
     summary = model["summary"][lang]

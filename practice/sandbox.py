@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from exercises import Exercise, ExerciseError
+from render import MESSAGES
 
 MEMORY_MB = {"pure": 1024, "torch": 3072}   # address space: torch + triton import needs ~0.9 GiB
 PIPE_LIMIT = 4 << 20        # bytes the child may write to its real stdout/stderr before it is killed
@@ -320,7 +321,7 @@ def _process_verdict(reason: str | None, returncode: int, stderr: str, timeout: 
     where = _where(stderr)
     if reason == "timeout":
         status = "timeout"
-        message = _tr(lang, f"超过时间限制 {timeout:g} 秒，进程已被终止。", f"ran longer than the {timeout:g} s limit and was killed.")
+        message = _tr(lang, *MESSAGES["timeout"]).format(timeout=timeout)
     elif reason == "output_limit":
         status = "output_limit"
         message = _tr(lang, f"进程直接写出了超过 {PIPE_LIMIT >> 20} MiB 的输出，已被终止。",
