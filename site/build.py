@@ -292,7 +292,7 @@ def render_notebook(nb) -> str:
 def markdown(text: str) -> str:
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    return markdown2html_mistune(text)
+    return markdown2html_mistune(fix_markdown(text))
 
 
 def templates():
