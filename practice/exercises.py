@@ -16,6 +16,13 @@ An exercise is a folder ``practice/NNN_slug/`` holding ``problem.md``, ``starter
 
 followed by the Chinese statement, a ``## English`` section with the English statement, and the
 shared worked example (``## 示例 / Example``). Standard library only; runs in Pyodide too.
+
+Two more parts, checked by ``judge.py check``:
+
+- ``wrong/NN_name.py``: wrong solutions a learner might write (at least MIN_WRONG), each starting
+  with ``# Mistake: <what the learner got wrong>``; every one must be rejected by the tests.
+- ``hints.md``: progressive hints, sections ``## 1``, ``## 2``, ... each in Chinese, then a paragraph
+  starting ``**English:**`` with the same hint in English.
 """
 from __future__ import annotations
 
@@ -34,6 +41,11 @@ _DIR_NAME = re.compile(r"^(\d{3})_([a-z0-9]+(?:_[a-z0-9]+)*)$")
 _ENGLISH = re.compile(r"^## English\s*$", re.MULTILINE)
 _H2 = re.compile(r"^## ", re.MULTILINE)
 _EXAMPLE = re.compile(r"^## .*(示例|Example)", re.MULTILINE)
+_HINT = re.compile(r"^## (\d+)\s*$", re.MULTILINE)
+_HINT_ENGLISH = re.compile(r"^\*\*English:?\*\*:?[ \t]*", re.MULTILINE)
+_WRONG_NAME = re.compile(r"^\d{2}_[a-z0-9_]+\.py$")
+MISTAKE_PREFIX = "# Mistake:"
+MIN_WRONG = 5
 
 
 class ExerciseError(ValueError):
@@ -96,6 +108,17 @@ class Exercise:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
                 and not any(is_fixture(d) for d in node.decorator_list)]
 
+    def hints(self) -> list[dict]:
+        """The hints of hints.md in order, each ``{"zh": markdown, "en": markdown}``; [] without the file.
+        Raises ExerciseError when the file does not follow the format."""
+        path = self.path / "hints.md"
+        return parse_hints(path.read_text(encoding="utf-8"), f"{self.name}/hints.md") if path.is_file() else []
+
+    def wrong_solutions(self) -> list[Path]:
+        """The files ``wrong/*.py``, sorted by name."""
+        folder = self.path / "wrong"
+        return sorted(folder.glob("*.py")) if folder.is_dir() else []
+
     def example_tests(self) -> list[str]:
         """Names of the ``test_example*`` functions in test.py."""
         return [name for name in self.test_functions() if name.startswith("test_example")]
@@ -114,6 +137,32 @@ def split_statement(body: str) -> tuple[str, str, str]:
     following = _H2.search(rest)
     end = following.start() if following else len(rest)
     return body[:match.start()].strip(), rest[:end].strip(), rest[end:].strip()
+
+
+def parse_hints(text: str, source: str = "hints.md") -> list[dict]:
+    """``## 1`` / ``## 2`` / ... sections, each Chinese text then a ``**English:**`` paragraph."""
+    matches = list(_HINT.finditer(text))
+    if not matches:
+        raise ExerciseError(f"{source}：没有找到 '## 1' 这样的提示小节", f"{source}: no hint sections such as '## 1'")
+    hints = []
+    for number, match in enumerate(matches, start=1):
+        if int(match.group(1)) != number:
+            raise ExerciseError(f"{source}：第 {number} 个提示的标题应为 '## {number}'，实际是 {match.group(0).strip()!r}",
+                                f"{source}: hint {number} must be headed '## {number}', got {match.group(0).strip()!r}")
+        end = matches[number].start() if number < len(matches) else len(text)
+        body = text[match.end():end]
+        english = _HINT_ENGLISH.search(body)
+        if not english or not body[:english.start()].strip() or not body[english.end():].strip():
+            raise ExerciseError(f"{source}：提示 {number} 需要中文内容和一段以 **English:** 开头的英文",
+                                f"{source}: hint {number} needs Chinese text and a paragraph starting **English:**")
+        hints.append({"zh": body[:english.start()].strip(), "en": body[english.end():].strip()})
+    return hints
+
+
+def mistake(path: Path) -> str:
+    """The ``# Mistake: ...`` sentence of a wrong solution ("" when its first line has none)."""
+    first = (path.read_text(encoding="utf-8").splitlines() or [""])[0]
+    return first[len(MISTAKE_PREFIX):].strip() if first.startswith(MISTAKE_PREFIX) else ""
 
 
 def _scalar(text: str, where: str):
@@ -268,4 +317,27 @@ def validate_layout(exercise: Exercise) -> list[str]:
             problems.append("test.py 没有 test_example* 测试 / test.py has no test_example* test")
     except SyntaxError as exc:
         problems.append(f"test.py 有语法错误 / test.py has a syntax error: {exc}")
+    for path in exercise.wrong_solutions():
+        if not _WRONG_NAME.match(path.name):
+            problems.append(f"wrong/{path.name} 应命名为 NN_name.py / wrong/{path.name} must be named NN_name.py")
+        if not mistake(path):
+            problems.append(f"wrong/{path.name} 第一行应为 '{MISTAKE_PREFIX} ...' / "
+                            f"the first line of wrong/{path.name} must be '{MISTAKE_PREFIX} ...'")
+    try:
+        exercise.hints()
+    except ExerciseError as exc:
+        problems.append(f"{exc.zh} / {exc.en}")
     return problems
+
+
+def layout_warnings(exercise: Exercise) -> list[str]:
+    """Parts every exercise will need but that may still be missing while they are written (warnings
+    for now: fewer than MIN_WRONG wrong solutions, no hints.md)."""
+    warnings = []
+    count = len(exercise.wrong_solutions())
+    if count < MIN_WRONG:
+        warnings.append(f"wrong/ 里只有 {count} 个错误解法（至少需要 {MIN_WRONG} 个）/ "
+                        f"wrong/ holds {count} wrong solutions (at least {MIN_WRONG} are needed)")
+    if not (exercise.path / "hints.md").is_file():
+        warnings.append("缺少 hints.md / hints.md is missing")
+    return warnings

@@ -1,29 +1,21 @@
 """The local judge of the course exercises: ``python practice/judge.py 180``.
 
     python practice/judge.py 180 [FILE]    judge the workspace file (created from the starter) or FILE
-    python practice/judge.py list | show ID | doctor | check [IDS] | reset ID
+    python practice/judge.py list | show ID | hint ID | solution ID | doctor | check [IDS] | reset ID
 
-Each judgement runs ``judge_core.run_tests`` in a fresh child process: its own session and process
-group (everything it starts is killed when it ends, times out or the judge is interrupted: SIGTERM,
-then SIGKILL after a short grace; on Linux also processes that left the group, found through the
-subreaper and an environment marker), an address-space limit, no core files, a file-size limit, stdin on /dev/null, and its
-stdout/stderr read incrementally and cut off past a cap. The verdict is read only from a JSON file
-the child writes after the run, stamped with a random token it received on a pipe before any
-submitted code ran; an exit code never counts, so ``sys.exit(0)``, ``os._exit(0)``, a crash or an
-endless loop cannot read as a pass, and an "accepted" that does not fit the test file (tests missing,
-counts inconsistent) is refused. The learner's file is copied, never modified.
+This file is the command line. Each judgement runs in an isolated child process (practice/sandbox.py:
+limits, process groups, strays, the verdict read only from a token-stamped result file); the
+verdict is printed by practice/render.py, the renderer the site's browser runner shares; progress
+(last and best verdict, hints shown) lives in practice/progress.py.
 
 Statuses: those of judge_core (accepted, wrong_answer, error, syntax_error, import_error,
-memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` (the time limit passed) and
-``crashed`` (the process died or exited before reporting: a signal such as SIGSEGV, or an exit).
+memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` and ``crashed`` (sandbox.py).
 Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing file, bad exercise).
 
 ``--json`` prints judge_core's verdict schema plus: exercise (id), file, exit_code (the child's),
-wall_time, timeout, memory_limit_mb, process_output / process_stderr (what the child wrote to its
-real stdout/stderr, capped: a faulthandler report after a crash or a timeout). For timeout and
-crashed, ``details`` names the submission's frames where it was ("submission.py:12 in f").
-The last verdict of each exercise's workspace file is kept in practice/.judge_state.json (git-ignored);
-judging another file records nothing.
+wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py).
+The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
+(git-ignored); judging another file records nothing.
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
 folder of exercises, with its own workspace and state; used by the tests).
 """
@@ -32,41 +24,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import selectors
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
 import exercises  # noqa: E402
+import render  # noqa: E402
 from exercises import Exercise, ExerciseError  # noqa: E402
+from progress import Progress, solved  # noqa: E402
+from sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
 ROOT = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or PRACTICE_DIR).resolve()
-WORKSPACE = ROOT / "workspace"
-STATE_FILE = ROOT / ".judge_state.json"
-MEMORY_MB = {"pure": 1024, "torch": 3072}   # address space: torch + triton import needs ~0.9 GiB
-PIPE_LIMIT = 4 << 20        # bytes the child may write to its real stdout/stderr before it is killed
-KEEP = 16 << 10             # bytes of that kept to show (head of stdout, tail of stderr)
-GRACE = 0.5                 # seconds between SIGTERM and SIGKILL
-STATUS_ZH = {   # in English the status name itself is shown
-    "accepted": "通过", "wrong_answer": "答案错误", "error": "运行出错", "syntax_error": "语法错误",
-    "import_error": "导入失败", "memory_limit": "超出内存限制", "output_limit": "输出过多",
-    "no_tests": "没有测试", "interrupted": "被中断", "timeout": "超时", "crashed": "进程崩溃",
-}
-HINTS = {   # shown under a verdict whose cause is not in a test's message
-    "memory_limit": ("内存限制是 {memory} MiB（--memory 可以调整）。", "the memory limit is {memory} MiB (change it with --memory)."),
-    "output_limit": ("打印的内容太多，超出部分已丢弃；请删掉调试用的大段输出。",
-                     "too much was printed and the rest was dropped; remove large debug output."),
-    "no_tests": ("测试文件里没有测试。", "the test file defines no tests."),
-}
+PROGRESS = Progress(ROOT)
+WORKSPACE = PROGRESS.workspace
+SOLUTION_AFTER = 3   # failed runs after which the reference solution may be shown (with a confirmation)
 LANG = "zh"
 
 
@@ -88,368 +63,21 @@ class UsageError(ExerciseError):
     """Bad input on the command line; printed in both languages without a traceback, exit status 2."""
 
 
-# ----------------------------------------------------------------------------------------------
-# The child process
-
-
-def child_main(test_file: str, submission_file: str, workdir: str, result_file: str, memory_mb: str) -> None:
-    """Runs in the isolated child: limit itself, read the token, close stdin, run, write the result."""
-    import faulthandler
-
-    _set_limits(int(memory_mb))
-
-    token = sys.stdin.readline().strip()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    sys.stdin = open(os.devnull, encoding="utf-8")
-    faulthandler.enable()                      # a segfault prints where it happened
-    faulthandler.register(signal.SIGTERM, chain=True)   # so does the judge's timeout, then it dies
-    sys.argv = ["submission.py"]
-    import judge_core
-
-    try:
-        verdict = judge_core.run_tests(test_file, submission_file, workdir)
-    except BaseException as exc:  # noqa: BLE001 - report anything, never a pass
-        verdict = _bare_verdict("memory_limit" if isinstance(exc, MemoryError) else "error",
-                                f"judge_core failed: {type(exc).__name__}: {exc}")
-    data = json.dumps({"token": token, "verdict": verdict}, ensure_ascii=False)
-    with open(result_file + ".tmp", "w", encoding="utf-8") as f:
-        f.write(data)
-    os.replace(result_file + ".tmp", result_file)
-    os._exit(0)   # leftover non-daemon threads must not keep the process alive
-
-
-# ----------------------------------------------------------------------------------------------
-# Running one judgement
-
-
-def memory_limit_mb(exercise: Exercise) -> int:
-    return MEMORY_MB["torch"] if exercise.requires else MEMORY_MB["pure"]
-
-
-def _set_limits(memory_mb: int) -> None:
-    """Address space, no core files, bounded file size. Set by the child on itself (no preexec_fn,
-    which is unsafe with threads); a limit the OS does not enforce (RLIMIT_AS on macOS) is skipped."""
-    import resource
-
-    for which, value in ((resource.RLIMIT_AS, memory_mb << 20), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_FSIZE, 256 << 20)):
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-
-
-def _child_env(exercise: Exercise) -> dict:
-    env = dict(os.environ)
-    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8")
-    env.pop("PYTHONSTARTUP", None)
-    if "triton" in exercise.requires and not Path("/dev/nvidia0").exists():
-        env.setdefault("TRITON_INTERPRET", "1")   # no GPU: Triton kernels run in its interpreter
-    return env
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _where(stderr: str) -> str:
-    """The submission/test frames of a faulthandler dump ('submission.py:12 in f'), innermost first."""
-    frames = re.findall(r'File "[^"]*?(submission|test)\.py", line (\d+) in (\S+)', stderr)
-    return "\n".join(f"{name}.py:{line} in {func}" for name, line, func in frames[:8])
-
-
-def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int) -> dict:
-    """Judge ``file`` against ``exercise`` in an isolated child process; return the verdict dict."""
-    import secrets
-
-    if os.name == "nt":
-        raise UsageError("本地评测需要 Linux 或 macOS（Windows 上请用 WSL），纯 Python 的练习也可以在网页里做。",
-                         "the local judge needs Linux or macOS (on Windows use WSL); pure-Python exercises also run on the site.")
-    _adopt_orphans()
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mini-judge-") as tmp:
-        token, run_id = secrets.token_hex(16), secrets.token_hex(8)
-        result_file = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "_child", str(exercise.file("test.py")),
-               str(Path(file).resolve()), os.path.join(tmp, "work"), result_file, str(memory_mb)]
-        env = {**_child_env(exercise), RUN_MARKER: run_id}
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=tmp, env=env, start_new_session=True)
-        out, err, total, reason, reported_in_time = bytearray(), bytearray(), 0, None, False
-        selector = selectors.DefaultSelector()
-        try:
-            try:
-                proc.stdin.write((token + "\n").encode())
-                proc.stdin.close()
-            except BrokenPipeError:   # the child died at once; reported below as crashed
-                pass
-            selector.register(proc.stdout, selectors.EVENT_READ, out)
-            selector.register(proc.stderr, selectors.EVENT_READ, err)
-            deadline = started + timeout
-            while proc.poll() is None:
-                if time.monotonic() > deadline:
-                    reason = "timeout"
-                    reported_in_time = os.path.exists(result_file)   # written (atomically), still exiting
-                    break
-                for key, _ in selector.select(timeout=0.02):
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                        continue
-                    total += len(chunk)
-                    key.data.extend(chunk)
-                    if key.data is out:
-                        del out[KEEP:]
-                    else:
-                        del err[:-KEEP]
-                if total > PIPE_LIMIT:
-                    reason = "output_limit"
-                    break
-            if reason == "timeout":
-                _kill_group(proc.pid, signal.SIGTERM)   # faulthandler prints where it was
-                try:
-                    proc.wait(GRACE)
-                except subprocess.TimeoutExpired:
-                    pass
-        finally:   # also on Ctrl+C in the judge: nothing the submission started outlives it
-            _kill_group(proc.pid, signal.SIGKILL)       # the child and everything it started
-            proc.wait()
-            _kill_strays(run_id)                        # and what left the group (setsid, daemons)
-        for key in list(selector.get_map().values()):   # what is left in the pipes, without blocking
-            os.set_blocking(key.fd, False)
-            try:
-                key.data.extend(os.read(key.fd, KEEP))
-            except BlockingIOError:
-                pass
-        selector.close()
-        proc.stdout.close()
-        proc.stderr.close()
-        # A result written in time counts even if the deadline passed while the child was exiting;
-        # one written later (a child that ignored SIGTERM and finished in the grace period) does not.
-        verdict = _read_result(result_file, token) if reason is None or reported_in_time else None
-    elapsed = time.monotonic() - started
-    stderr = err[-KEEP:].decode("utf-8", "replace")
-    if verdict is None:
-        verdict = _process_verdict(reason, proc.returncode, stderr, timeout)
-    elif why := _implausible(verdict, exercise):
-        verdict = _bare_verdict("error", tr(f"子进程报告的结果与测试文件对不上（{why}），不算数：提交的代码改动了评测程序吗？",
-                                            f"the verdict the child reported does not fit the test file ({why}); "
-                                            "it does not count: did the submission tamper with the judge?"))
-    verdict.update(exit_code=proc.returncode, wall_time=round(elapsed, 3), timeout=timeout,
-                   memory_limit_mb=memory_mb, process_output=out[:KEEP].decode("utf-8", "replace"),
-                   process_stderr=stderr if verdict["status"] != "accepted" else "")
-    return verdict
-
-
-def _implausible(verdict: dict, exercise: Exercise) -> str:
-    """Why a verdict read from the child cannot be what running the exercise's tests produced ("" if
-    it can). The child runs the submission in-process, so a verdict forged there is caught only this far."""
-    tests, counts = verdict.get("tests"), verdict.get("counts")
-    if not isinstance(verdict.get("status"), str) or not isinstance(tests, list) or not isinstance(counts, dict) \
-            or not all(isinstance(t, dict) for t in tests):
-        return "malformed verdict"
-    if verdict["status"] != "accepted":
-        return ""
-    outcomes = [t.get("outcome") for t in tests]
-    if not outcomes.count("passed") or set(outcomes) - {"passed", "skipped"} or counts.get("total") != len(tests) \
-            or counts.get("passed") != outcomes.count("passed"):
-        return "the per-test outcomes and counts disagree"
-    missing = set(exercise.test_functions()) - {str(t.get("name", "")).split("[")[0] for t in tests}
-    names = sorted(missing)
-    return f"tests never reported: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}" if names else ""
-
-
-# Processes the submission detaches from the child's process group (a double fork, setsid) escape
-# killpg; on Linux this process becomes their "subreaper", so they re-parent to it instead of init,
-# and each judgement's descendants carry RUN_MARKER=<its id> in their environment to be found by.
-RUN_MARKER = "MINI_PLATFORM_JUDGE_RUN"
-
-
-def _adopt_orphans() -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
-        except (OSError, AttributeError):
-            pass
-
-
-def _kill_strays(run_id: str) -> None:
-    """SIGKILL and reap this process's children that belong to judgement ``run_id`` (Linux /proc)."""
-    marker = f"{RUN_MARKER}={run_id}".encode()
-    for _ in range(20):   # a stray may fork while it is being killed
-        strays = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-                if ppid == os.getpid() and marker in (stat.parent / "environ").read_bytes().split(b"\0"):
-                    strays.append(int(stat.parent.name))
-            except (OSError, ValueError, IndexError):
-                continue
-        if not strays:
-            return
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-
-
-def _read_result(path: str, token: str) -> dict | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.loads(f.read(64 << 20))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("token") != token or not isinstance(data.get("verdict"), dict):
-        return None
-    return data["verdict"]
-
-
-def _process_verdict(reason: str | None, returncode: int, stderr: str, timeout: float) -> dict:
-    """The verdict when the child did not report one."""
-    where = _where(stderr)
-    if reason == "timeout":
-        status = "timeout"
-        message = tr(f"超过时间限制 {timeout:g} 秒，进程已被终止。", f"ran longer than the {timeout:g} s limit and was killed.")
-    elif reason == "output_limit":
-        status = "output_limit"
-        message = tr(f"进程直接写出了超过 {PIPE_LIMIT >> 20} MiB 的输出，已被终止。",
-                     f"the process wrote more than {PIPE_LIMIT >> 20} MiB of output and was killed.")
-    elif returncode == -signal.SIGXFSZ:
-        status, message = "output_limit", tr("写入的文件超过大小限制。", "a file written exceeded the size limit.")
-    elif "MemoryError" in stderr or "std::bad_alloc" in stderr:
-        status, message = "memory_limit", tr("内存不足（超出内存限制）。", "out of memory (memory limit exceeded).")
-    elif returncode < 0:
-        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-        status = "crashed"
-        message = tr(f"进程被信号 {name} 终止（例如段错误），没有报告结果。",
-                     f"the process was killed by {name} (e.g. a segmentation fault) before reporting.")
-    else:
-        status = "crashed"
-        message = tr(f"进程在测试结束前退出了（退出码 {returncode}）：代码里调用了 sys.exit()/os._exit() 吗？",
-                     f"the process exited (code {returncode}) before the tests finished: does the code call "
-                     "sys.exit() or os._exit()?")
-    return _bare_verdict(status, message, where)
-
-
-def _bare_verdict(status: str, message: str, details: str = "") -> dict:
-    """A verdict in judge_core's schema (SCHEMA_VERSION 1; not imported here, it imports pytest)
-    for a run that produced no per-test results."""
-    return {"schema": 1, "status": status, "message": message, "details": details, "tests": [],
-            "counts": {"passed": 0, "failed": 0, "error": 0, "skipped": 0, "total": 0},
-            "output": "", "output_truncated": status == "output_limit", "duration": 0.0}
-
-
-# ----------------------------------------------------------------------------------------------
-# Workspace and state
-
-
-def workspace_file(exercise: Exercise) -> Path:
-    return WORKSPACE / f"{exercise.name}.py"
-
-
-def ensure_workspace(exercise: Exercise) -> bool:
-    """Create the workspace file from the starter if it does not exist; True when created."""
-    target = workspace_file(exercise)
-    if target.exists():
-        return False
-    WORKSPACE.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(target, "x", encoding="utf-8") as f:   # "x": never overwrite
-            f.write(exercise.file("starter.py").read_text(encoding="utf-8"))
-    except FileExistsError:
-        return False
-    return True
-
-
-def load_state() -> dict:
-    try:
-        data = json.loads(STATE_FILE.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def save_verdict(exercise: Exercise, verdict: dict, file: Path) -> None:
-    state = load_state()
-    state[str(exercise.id)] = {"status": verdict["status"], "passed": verdict["counts"]["passed"],
-                               "total": verdict["counts"]["total"], "file": str(file),
-                               "at": datetime.now().isoformat(timespec="seconds")}
-    tmp = STATE_FILE.with_name(f"{STATE_FILE.name}.{os.getpid()}.tmp")   # two judges at once must not collide
-    tmp.write_text(json.dumps(state, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, STATE_FILE)
-
-
-# ----------------------------------------------------------------------------------------------
-# Printing
-
-
-def status_text(status: str) -> str:
-    return f"{STATUS_ZH.get(status, status)} ({status})" if LANG == "zh" else status
-
-
-def _indent(text: str, prefix: str = "      ") -> str:
-    return "\n".join(prefix + line for line in text.rstrip().splitlines())
-
-
-DETAILED = 3   # failing tests shown with traceback and output; the rest get one line each
-
-
-def print_verdict(exercise: Exercise, file: Path, verdict: dict, style: Style) -> None:
-    print(style(f"[{exercise.id}] {tr(exercise.title, exercise.title_en)}", "1") + f"  ({_display(file)})")
-    marks = {"passed": style("✓", "32"), "failed": style("✗", "31"), "error": style("!", "31"),
-             "skipped": style("-", "33")}
-    shown = 0
-    for test in verdict.get("tests", []):
-        slow = f"  {test['duration']:.2f}s" if test["duration"] >= 0.1 else ""
-        bad = test["outcome"] in ("failed", "error")
-        first_line = test["message"].strip().splitlines()[0] if test["message"].strip() else ""
-        print(f"  {marks.get(test['outcome'], '?')} {test['name']}{slow}"
-              + (style(f"  {first_line}", "31") if bad and shown >= DETAILED else ""))
-        if bad and shown < DETAILED:
-            shown += 1
-            print(style(_indent(test["message"]), "31"))
-            if test["details"]:
-                print(_indent(test["details"]))
-            if test["stdout"].strip():
-                print(_indent(tr("打印输出：", "printed:")) + "\n" + _indent(test["stdout"][-2000:], "        "))
-    if verdict.get("message"):
-        print(style(_indent(verdict["message"], "  "), "31"))
-    if verdict.get("details"):
-        print(_indent(verdict["details"], "    "))
-    if verdict.get("output", "").strip() and verdict["status"] != "accepted":
-        print(_indent(tr("测试之外的打印输出：", "printed outside the tests:"), "  ") + "\n"
-              + _indent(verdict["output"][-2000:], "    "))
-    stderr = _learner_lines(verdict.get("process_stderr", ""))
-    if verdict["status"] in ("crashed", "memory_limit", "timeout") and stderr.strip():
-        print(_indent(tr("进程的错误输出（末尾）：", "process stderr (tail):"), "  ") + "\n" + _indent(stderr[-1500:], "    "))
-    if verdict["status"] in HINTS:
-        print(_indent(tr(*HINTS[verdict["status"]]).format(memory=verdict.get("memory_limit_mb")), "  "))
-    counts, seconds = verdict["counts"], verdict.get("wall_time", 0)
-    summary = tr(f"{counts['passed']}/{counts['total']} 个测试通过，用时 {seconds:.2f} 秒",
-                 f"{counts['passed']}/{counts['total']} tests passed in {seconds:.2f} s")
-    colour = "1;32" if verdict["status"] == "accepted" else "1;31"
-    print(style(tr("结果：", "Result: ") + status_text(verdict["status"]), colour) + "  " + summary)
-
-
-def _learner_lines(stderr: str) -> str:
-    """A crash report without the judge's and pytest's own frames."""
-    noise = re.compile(r'^\s*File "[^"]*(site-packages|judge_core\.py|judge\.py|<frozen )')
-    return "\n".join(line for line in stderr.splitlines() if not noise.match(line))
-
-
 def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def _next_exercise(exercise: Exercise) -> Exercise | None:
+    later = [p for p in exercises.exercise_dirs(ROOT) if int(p.name[:3]) > exercise.id]
+    for path in later:
+        try:
+            return exercises.load_exercise(path)
+        except ExerciseError:
+            continue
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -464,23 +92,39 @@ def cmd_judge(args) -> int:
         if not file.is_file():
             raise UsageError(f"找不到要评测的文件：{file}", f"no such file to judge: {file}")
     else:
-        file = workspace_file(exercise)
-        if ensure_workspace(exercise) and not args.json:
+        file = PROGRESS.workspace_file(exercise)
+        if PROGRESS.ensure_workspace(exercise) and not args.json:
             print(exercise.statement(LANG))
             print(tr(f"已从起始代码创建 {_display(file)}：在这个文件里写你的答案，然后再运行这条命令。\n",
                      f"Created {_display(file)} from the starter: write your answer there, then run this command again.\n"))
     timeout = args.timeout if args.timeout is not None else exercise.timeout
-    verdict = run_isolated(exercise, file, timeout, args.memory or memory_limit_mb(exercise))
+    verdict = run_isolated(exercise, file, timeout, args.memory or memory_limit_mb(exercise), LANG)
     verdict.update(exercise=exercise.id, file=str(file))
-    if file.resolve() == workspace_file(exercise).resolve():   # progress is the workspace's verdict only
-        save_verdict(exercise, verdict, file)
+    entry = None
+    if file.resolve() == PROGRESS.workspace_file(exercise).resolve():   # progress is the workspace's verdict only
+        entry = PROGRESS.record(exercise, verdict, file)
     if args.json:
         print(json.dumps(verdict, ensure_ascii=False, indent=1))
+        return 0 if verdict["status"] == "accepted" else 1
+    style = Style(sys.stdout)
+    print(style(f"[{exercise.id}] {tr(exercise.title, exercise.title_en)}", "1") + f"  ({_display(file)})")
+    print(render.text(render.view(verdict), LANG, style, verdict.get("wall_time", 0)))
+    if verdict["status"] == "accepted":
+        following = _next_exercise(exercise)
+        print(tr(f"参考答案（可以对照）：python practice/judge.py solution {exercise.id}",
+                 f"Compare with the reference: python practice/judge.py solution {exercise.id}"))
+        if following:
+            print(tr(f"下一题：python practice/judge.py {following.id}   （{following.title}）",
+                     f"Next: python practice/judge.py {following.id}   ({following.title_en})"))
     else:
-        print_verdict(exercise, file, verdict, Style(sys.stdout))
-        if verdict["status"] != "accepted" and not args.file:
+        if not args.file:
             print(tr(f"修改 {_display(file)} 后重新运行：python practice/judge.py {exercise.id}",
                      f"Edit {_display(file)} and run again: python practice/judge.py {exercise.id}"))
+        if exercise.hints():
+            print(tr(f"需要提示：python practice/judge.py hint {exercise.id}",
+                     f"Need a hint: python practice/judge.py hint {exercise.id}"))
+        if entry and solved(entry):
+            print(tr("（这道题你之前已经通过了，进度不会丢。）", "(You solved this one before; that stays recorded.)"))
     return 0 if verdict["status"] == "accepted" else 1
 
 
@@ -499,8 +143,17 @@ def _require_runnable(exercise: Exercise) -> None:
                          "Install: pip install -r requirements.txt (torch_npu: requirements-ascend.txt).")
 
 
+def _bar(done: int, total: int, width: int = 20) -> str:
+    filled = round(width * done / total) if total else 0
+    return "█" * filled + "░" * (width - filled)
+
+
+def _summary(last: dict | None) -> str:
+    return f"{render.status_text(last['status'], LANG)} {last['passed']}/{last['total']}  {last['at']}" if last else ""
+
+
 def cmd_list(args) -> int:
-    state = load_state()
+    state = PROGRESS.load()
     rows = []
     for path in exercises.exercise_dirs(ROOT):
         try:
@@ -508,26 +161,91 @@ def cmd_list(args) -> int:
         except ExerciseError as exc:
             rows.append({"id": int(path.name[:3]), "name": path.name, "error": tr(exc.zh, exc.en)})
             continue
-        last = state.get(str(exercise.id), {})
+        entry = state.get(str(exercise.id)) if isinstance(state.get(str(exercise.id)), dict) else {}
         rows.append({"id": exercise.id, "name": exercise.name, "title": tr(exercise.title, exercise.title_en),
                      "chapter": exercise.chapter, "difficulty": exercise.difficulty,
-                     "requires": list(exercise.requires), "last": last or None})
+                     "requires": list(exercise.requires), "last": entry or None, "solved": solved(entry)})
+    good = [row for row in rows if "error" not in row]
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     style = Style(sys.stdout)
+    chapter = None
     for row in rows:
         if "error" in row:
             print(style(f"{row['id']}  {row['name']}  {tr('练习格式有误：', 'broken exercise: ')}{row['error']}", "31"))
             continue
+        if row["chapter"] != chapter:
+            chapter = row["chapter"]
+            mine = [r for r in good if r["chapter"] == chapter]
+            done = sum(r["solved"] for r in mine)
+            print(style(tr(f"第 {chapter} 章", f"Chapter {chapter}"), "1")
+                  + f"  {_bar(done, len(mine), 10)}  " + tr(f"{done}/{len(mine)} 已通过", f"{done}/{len(mine)} solved"))
         last = row["last"]
-        verdict = (style(status_text(last["status"]), "32" if last["status"] == "accepted" else "31")
-                   + f" {last['passed']}/{last['total']}  {last['at']}") if last else tr("未评测", "not judged")
+        mark = style("✓", "32") if row["solved"] else ("·" if not last else style("✗", "31"))
         needs = ",".join(row["requires"]) or tr("纯 Python", "pure Python")
-        print(f"{row['id']}  {tr('第', 'ch ')}{row['chapter']}{tr('章', '')}  {row['difficulty']:<6}  "
-              f"{needs:<14} {row['title']}\n       {verdict}")
+        print(f"  {mark} {row['id']}  {row['difficulty']:<6}  {needs:<14} {row['title']}")
+        if last:
+            best = last.get("best")
+            shown = (tr("已通过", "solved") + f" ({best['at']})") if row["solved"] and best else ""
+            latest = tr("最近：", "last: ") + _summary(last)
+            print(f"         {style(shown, '32') + '  ' if shown else ''}{latest}")
+        else:
+            print("         " + tr("未评测", "not judged"))
     if not rows:
         print(tr("还没有练习。", "No exercises yet."))
+    else:
+        done = sum(r["solved"] for r in good)
+        print(style(tr("总计", "Total"), "1") + f"  {_bar(done, len(good))}  "
+              + tr(f"{done}/{len(good)} 已通过", f"{done}/{len(good)} solved"))
+    return 0
+
+
+def cmd_hint(args) -> int:
+    exercise = exercises.find(args.id, ROOT)
+    hints = exercise.hints()
+    if not hints:
+        print(tr(f"练习 {exercise.id} 还没有提示。", f"Exercise {exercise.id} has no hints yet."))
+        return 1
+    shown = min(PROGRESS.hints_shown(exercise), len(hints))
+    new = shown < len(hints)
+    count = shown + 1 if new else len(hints)
+    if new:
+        PROGRESS.set_hints_shown(exercise, count)
+    style = Style(sys.stdout)
+    for number, hint in enumerate(hints[:count], start=1):
+        label = tr(f"提示 {number}/{len(hints)}", f"Hint {number}/{len(hints)}")
+        fresh = number == count and new
+        print(style(label + (tr("（新）", " (new)") if fresh else ""), "1" if fresh else "2"))
+        print(hint["en" if LANG == "en" else "zh"] + "\n")
+    if count < len(hints):
+        print(tr(f"还有 {len(hints) - count} 个提示：再运行 python practice/judge.py hint {exercise.id}",
+                 f"{len(hints) - count} more: run python practice/judge.py hint {exercise.id} again"))
+    else:
+        print(tr(f"这是最后一个提示。参考答案：python practice/judge.py solution {exercise.id}",
+                 f"That was the last hint. Reference solution: python practice/judge.py solution {exercise.id}"))
+    return 0
+
+
+def cmd_solution(args) -> int:
+    exercise = exercises.find(args.id, ROOT)
+    entry = PROGRESS.entry(exercise.id)
+    if not solved(entry):
+        failed = entry.get("failed_runs", 0)
+        if failed < SOLUTION_AFTER:
+            print(tr(f"先自己试试：通过之后，或者评测未通过 {SOLUTION_AFTER} 次之后（现在 {failed} 次），可以查看参考答案。"
+                     f"提示：python practice/judge.py hint {exercise.id}",
+                     f"Try it yourself first: the reference is shown once you are accepted, or after {SOLUTION_AFTER} "
+                     f"runs that were not (so far {failed}). Hints: python practice/judge.py hint {exercise.id}"))
+            return 1
+        if not args.yes:
+            question = tr("还没有通过。确定要看参考答案吗？[y/N] ", "Not solved yet. Show the reference solution anyway? [y/N] ")
+            if not sys.stdin.isatty():
+                print(tr("还没有通过；确定要看的话加上 --yes。", "Not solved yet; add --yes to see it anyway."))
+                return 1
+            if input(question).strip().lower() not in ("y", "yes", "是"):
+                return 1
+    print(exercise.file("solution.py").read_text(encoding="utf-8"), end="")
     return 0
 
 
@@ -537,14 +255,14 @@ def cmd_show(args) -> int:
           f"({tr('第', 'chapter ')}{exercise.chapter}{tr('章', '')}, {exercise.difficulty}, "
           f"{','.join(exercise.requires) or tr('纯 Python', 'pure Python')}, {exercise.timeout}s)\n")
     print(exercise.statement(LANG))
-    print(tr(f"评测：python practice/judge.py {exercise.id}   （答案写在 {_display(workspace_file(exercise))}）",
-             f"Judge: python practice/judge.py {exercise.id}   (write your answer in {_display(workspace_file(exercise))})"))
+    print(tr(f"评测：python practice/judge.py {exercise.id}   （答案写在 {_display(PROGRESS.workspace_file(exercise))}）",
+             f"Judge: python practice/judge.py {exercise.id}   (write your answer in {_display(PROGRESS.workspace_file(exercise))})"))
     return 0
 
 
 def cmd_reset(args) -> int:
     exercise = exercises.find(args.id, ROOT)
-    target = workspace_file(exercise)
+    target = PROGRESS.workspace_file(exercise)
     if target.exists():
         backup_dir = WORKSPACE / "backup"
         backup_dir.mkdir(parents=True, exist_ok=True)
@@ -616,27 +334,38 @@ def cmd_doctor(args) -> int:
     return 0
 
 
-def check_exercise(exercise: Exercise) -> tuple[list[str], str]:
-    """Maintainer checks for one exercise: (problems found, reason it was skipped or "")."""
-    problems = exercises.validate_layout(exercise)
+def check_exercise(exercise: Exercise) -> dict:
+    """Maintainer checks for one exercise, judged in one child process (sandbox.run_batch):
+    {"problems": [...], "warnings": [...], "skipped": reason or "", "wrong": [{"file", "status", "mistake"}]}."""
+    report = {"problems": exercises.validate_layout(exercise), "warnings": exercises.layout_warnings(exercise),
+              "skipped": "", "wrong": []}
     missing = _missing_requirements(exercise)
     if missing:
-        return problems, tr(f"跳过：需要 {', '.join(missing)}", f"skipped: needs {', '.join(missing)}")
-    memory = memory_limit_mb(exercise)
-    solution = run_isolated(exercise, exercise.file("solution.py"), exercise.timeout, memory)
+        report["skipped"] = tr(f"跳过：需要 {', '.join(missing)}", f"skipped: needs {', '.join(missing)}")
+        return report
+    wrong = exercise.wrong_solutions()
+    files = [exercise.file("solution.py"), exercise.file("starter.py"), *wrong]
+    solution, starter, *judged = run_batch(exercise, files, exercise.timeout, memory_limit_mb(exercise), LANG)
+    problems = report["problems"]
     if solution["status"] != "accepted":
         first = next((t for t in solution["tests"] if t["outcome"] != "passed"), None)
         why = (first["name"] + ": " + first["message"] if first else solution["message"]).strip()[:300]
         problems.append(tr(f"solution.py 没有通过：{solution['status']}（{why}）",
                            f"solution.py is not accepted: {solution['status']} ({why})"))
-    starter = run_isolated(exercise, exercise.file("starter.py"), exercise.timeout, memory)
     if starter["status"] == "accepted":
         problems.append(tr("starter.py 通过了测试（它必须失败）", "starter.py passes the tests (it must fail them)"))
     elif starter["status"] not in ("wrong_answer", "error") or not starter["counts"]["total"]:
         problems.append(tr(f"starter.py 必须能正常导入并让测试失败，实际是 {starter['status']}：{starter['message'][:300]}",
                            f"starter.py must import cleanly and fail the tests, got {starter['status']}: "
                            f"{starter['message'][:300]}"))
-    return problems, ""
+    for path, verdict in zip(wrong, judged):
+        report["wrong"].append({"file": f"wrong/{path.name}", "status": verdict["status"],
+                                "mistake": exercises.mistake(path)})
+        if verdict["status"] == "accepted":
+            problems.append(tr(f"wrong/{path.name} 通过了测试（错误解法必须被拒绝；测试漏掉了：{exercises.mistake(path)}）",
+                               f"wrong/{path.name} is accepted (a wrong solution must be rejected; the tests miss: "
+                               f"{exercises.mistake(path)})"))
+    return report
 
 
 def cmd_check(args) -> int:
@@ -647,18 +376,25 @@ def cmd_check(args) -> int:
         raise UsageError("没有找到任何练习。", "no exercises found.")
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(check_exercise, chosen))
-    failed = sum(bool(problems) for problems, _ in results)
+    failed = sum(bool(r["problems"]) for r in results)
+    warned = sum(bool(r["warnings"]) for r in results)
     if args.json:
-        print(json.dumps([{"id": e.id, "name": e.name, "problems": p, "skipped": s}
-                          for e, (p, s) in zip(chosen, results)], ensure_ascii=False, indent=1))
+        print(json.dumps([{"id": e.id, "name": e.name, **r} for e, r in zip(chosen, results)], ensure_ascii=False, indent=1))
         return 1 if failed else 0
     style = Style(sys.stdout)
-    for exercise, (problems, skipped) in zip(chosen, results):
+    for exercise, result in zip(chosen, results):
+        problems, skipped = result["problems"], result["skipped"]
         mark = style("FAIL", "31") if problems else style("skip", "33") if skipped else style("ok", "32")
-        print(f"{mark:<4} {exercise.name}  {skipped}".rstrip())
+        rejected = sum(w["status"] != "accepted" for w in result["wrong"])
+        wrong = tr(f"  错误解法 {rejected}/{len(result['wrong'])} 被拒绝", f"  wrong solutions rejected {rejected}/{len(result['wrong'])}") \
+            if result["wrong"] else ""
+        print(f"{mark:<4} {exercise.name}  {skipped}{wrong}".rstrip())
         for problem in problems:
             print(f"       {problem}")
-    print(tr(f"检查了 {len(chosen)} 个练习，{failed} 个有问题。", f"Checked {len(chosen)} exercises, {failed} with problems."))
+        for warning in result["warnings"]:
+            print(style(f"       {tr('警告', 'warning')}: {warning}", "33"))
+    print(tr(f"检查了 {len(chosen)} 个练习，{failed} 个有问题，{warned} 个有警告（警告暂不算失败）。",
+             f"Checked {len(chosen)} exercises, {failed} with problems, {warned} with warnings (warnings do not fail the check yet)."))
     return 1 if failed else 0
 
 
@@ -691,8 +427,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("file", nargs="?", help="file to judge (default: the workspace file) / 要评测的文件")
         parser.add_argument("--timeout", type=_positive(float), help="seconds (default: the exercise's limit) / 时间限制（秒）")
         parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
-    elif command in ("show", "reset"):
+    elif command in ("show", "reset", "hint"):
         parser.add_argument("id")
+    elif command == "solution":
+        parser.add_argument("id")
+        parser.add_argument("--yes", action="store_true", help="show it even before acceptance / 未通过也显示")
     elif command == "check":
         parser.add_argument("ids", nargs="*")
         parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
@@ -704,17 +443,18 @@ EPILOG = """commands / 命令:
   ID [FILE]      judge the workspace file (created from the starter) or FILE / 评测
   list           exercises and their last verdicts / 练习列表与上次结果
   show ID        print the statement / 显示题目
+  hint ID        the next hint, one at a time / 下一个提示（逐个显示）
+  solution ID    the reference solution, once accepted / 通过后查看参考答案
   doctor         what this machine can run / 本机能运行什么
-  check [IDS]    maintainers: solutions pass, starters fail, examples exist / 维护者检查
+  check [IDS]    maintainers: solutions pass, starters and wrong/ fail, examples exist / 维护者检查
   reset ID       restore the starter (the old file is backed up) / 恢复起始代码（旧文件会备份）"""
-COMMANDS = {"list": cmd_list, "show": cmd_show, "doctor": cmd_doctor, "check": cmd_check, "reset": cmd_reset}
+COMMANDS = {"list": cmd_list, "show": cmd_show, "hint": cmd_hint, "solution": cmd_solution, "doctor": cmd_doctor,
+            "check": cmd_check, "reset": cmd_reset}
 
 
 def main(argv: list[str] | None = None) -> int:
     global LANG
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["_child"]:
-        child_main(*argv[1:])
     command = argv[0] if argv and argv[0] in COMMANDS else "judge"
     args = _parser(command).parse_args(argv[1:] if command != "judge" else argv)
     LANG = args.lang

@@ -9,10 +9,10 @@ caller (the child process in the CLI, worker termination in the browser).
 ``run_tests(test_file, submission_file, workdir) -> dict`` copies the exercise's test file and the
 learner's file into a fresh run directory under ``workdir`` (as ``test.py`` and ``submission.py``),
 imports the submission, runs pytest in-process, removes the run directory and everything it
-imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 1):
+imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 2):
 
     {
-      "schema": 1,
+      "schema": 2,
       "status": str,        # one of STATUSES, see below
       "message": str,       # why, when the status is not about individual tests ("" otherwise)
       "details": str,       # traceback of that problem (file:line and source), "" otherwise
@@ -23,7 +23,8 @@ imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 1):
                                           #   assertion rewriting explains it; error: "Type: text"
          "details": str,                  # frames in test.py/submission.py: "file:line in func" + source
          "stdout": str,                   # what the test printed (stdout and stderr together)
-         "duration": float},              # seconds
+         "duration": float,               # seconds
+         "compare": dict | None},         # a failed comparison's whole values, see _compare_data
       ],
       "counts": {"passed": int, "failed": int, "error": int, "skipped": int, "total": int},
       "output": str,        # printed outside any test (e.g. at import time of the submission)
@@ -50,6 +51,11 @@ Statuses produced here (the CLI adds ``timeout``, ``crashed`` and, from the proc
     no_tests      the test file defines no tests
     interrupted   KeyboardInterrupt stopped the run (the browser's soft stop)
 
+A failed ``assert a <op> b`` in test.py, or a failed ``torch.testing.assert_close``, also leaves
+``compare``: the two values whole (up to COMPARE_LIMIT characters each), or for tensors their shape,
+dtype and the first index where they differ, read through the tensors' own methods (torch is never
+imported here). Standard input is empty: ``input()`` raises EOFError in the CLI and in the browser.
+
 Precedence when several apply: interrupted, output_limit, memory_limit, then the per-test result.
 
 Limits of the guard: the submission runs in the same interpreter as pytest and this module, so code
@@ -63,6 +69,7 @@ from __future__ import annotations
 
 import io
 import os
+import pprint
 import shutil
 import sys
 import tempfile
@@ -72,11 +79,12 @@ from pathlib import Path
 
 import pytest
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("accepted", "wrong_answer", "error", "syntax_error", "import_error",
             "memory_limit", "output_limit", "no_tests", "interrupted")
 OUTPUT_LIMIT = 1 << 20      # bytes printed per run before the rest is dropped (output_limit)
 TEXT_LIMIT = 8000           # characters kept per message/details/stdout field
+COMPARE_LIMIT = 4000        # characters kept of each value of a failed comparison
 _SUBMISSION, _TEST = "submission", "test"
 # python_files names the test file alone: pytest rewrites the assertions of every module matching it,
 # and a wider pattern would rewrite (slowly, uncached) each module torch imports during the tests.
@@ -155,6 +163,85 @@ def _describe(exc: BaseException) -> str:
     return _clip("".join(traceback.format_exception_only(type(exc), exc)).strip())
 
 
+def _shown(value) -> str:
+    """``value`` as a learner reads it: pretty-printed when small, repr'd and clipped when large."""
+    try:
+        text = repr(value)
+        if len(text) <= COMPARE_LIMIT and not _is_tensor(value):
+            text = pprint.pformat(value, width=88, compact=True, sort_dicts=True)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ in the submission
+        return f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
+    return _clip(text, COMPARE_LIMIT)
+
+
+def _is_tensor(value) -> bool:
+    return type(value).__module__.startswith("torch") and all(hasattr(value, a) for a in ("shape", "dtype", "tolist"))
+
+
+# Default tolerances of torch.testing.assert_close by dtype (rtol, atol), when it was called without them.
+_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+               "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
+
+
+def _tensor_compare(actual, expected, rtol=None, atol=None, equal_nan=False) -> dict:
+    """Shape, dtype, how many elements differ and the first index where they do, using only the
+    tensors' own methods."""
+    def info(t) -> dict:
+        shown = {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "device": str(t.device)}
+        if t.numel() <= 64:
+            shown["values"] = _shown(t.detach().cpu().tolist())
+        return shown
+
+    data = {"kind": "tensor", "actual": info(actual), "expected": info(expected)}
+    if list(actual.shape) != list(expected.shape):
+        return data
+    try:
+        a, e = actual.detach().cpu(), expected.detach().cpu()
+        if a.dtype.is_floating_point or e.dtype.is_floating_point or a.dtype.is_complex:
+            default = _TOLERANCES.get(str(e.dtype).replace("torch.", ""), (1.3e-6, 1e-5))
+            rtol = default[0] if rtol is None else rtol
+            atol = default[1] if atol is None else atol
+            a, e = a.double(), e.double()
+            bad = ~a.isclose(e, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            data.update(rtol=rtol, atol=atol)
+        else:
+            bad = a != e
+        count = int(bad.sum().item())
+        data.update(mismatched=count, total=int(bad.numel()))
+        if count:
+            index = bad.nonzero()[0].tolist()
+            data.update(index=index, actual_value=_shown(a[tuple(index)].item()),
+                        expected_value=_shown(e[tuple(index)].item()))
+    except Exception:  # noqa: BLE001 - shapes and dtypes are still worth showing
+        pass
+    return data
+
+
+def _compare_data(op: str, left, right) -> dict:
+    """What a failed ``left <op> right`` shows: both values whole (clipped), or tensor summaries."""
+    if _is_tensor(left) and _is_tensor(right):
+        return {**_tensor_compare(left, right), "op": op}
+    kind = "text" if isinstance(left, str) and isinstance(right, str) else "values"
+    if kind == "text":
+        return {"kind": kind, "op": op, "left": _clip(left, COMPARE_LIMIT), "right": _clip(right, COMPARE_LIMIT)}
+    return {"kind": kind, "op": op, "left": _shown(left), "right": _shown(right)}
+
+
+def _assert_close_data(tb) -> dict | None:
+    """The arguments of a failed torch.testing.assert_close, found in its frame on the traceback."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "assert_close" and "torch" in frame.f_code.co_filename:
+            local = frame.f_locals
+            actual, expected = local.get("actual"), local.get("expected")
+            if _is_tensor(actual) and _is_tensor(expected):
+                return _tensor_compare(actual, expected, local.get("rtol"), local.get("atol"),
+                                       bool(local.get("equal_nan")))
+            return {"kind": "values", "op": "close", "left": _shown(actual), "right": _shown(expected)}
+        tb = tb.tb_next
+    return None
+
+
 class _Collector:
     """pytest plugin: records each test's outcome, message, traceback and printed output."""
 
@@ -171,7 +258,8 @@ class _Collector:
         self.stream.flush()
         start = len(self.sink.data)
         self.current = {"name": item.name, "outcome": "passed", "message": "", "details": "",
-                        "stdout": "", "duration": 0.0}
+                        "stdout": "", "duration": 0.0, "compare": None}
+        self.compared = None
         try:
             return (yield)
         except BaseException as exc:   # KeyboardInterrupt (the browser's stop) ends the session here
@@ -203,7 +291,20 @@ class _Collector:
         test["outcome"] = "failed" if failed else "error"
         test["message"] = _clip(call.excinfo.exconly()) if failed else _describe(exc)
         test["details"] = _clip(_frames(call.excinfo.tb, self.run_dir))
+        if isinstance(exc, AssertionError):
+            try:
+                test["compare"] = _assert_close_data(call.excinfo.tb) or self.compared
+            except Exception:  # noqa: BLE001 - the message is still there
+                pass
         return report
+
+    def pytest_assertrepr_compare(self, config, op, left, right):
+        """Called by pytest's assertion rewriting as a comparison in test.py fails: keep the values."""
+        try:
+            self.compared = _compare_data(op, left, right)
+        except Exception:  # noqa: BLE001
+            self.compared = None
+        return None   # pytest's own explanation stays in the message
 
     def pytest_sessionstart(self, session):
         # pytest's terminal reporter keeps the stream it saw at configure time (a null sink);
@@ -286,6 +387,7 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     collector = _Collector(run_dir, sink, stream)
     pytest_log = io.StringIO()   # pytest's own reporting; shown only when pytest itself fails
     saved_cwd, saved_out, saved_err, saved_bytecode = os.getcwd(), sys.stdout, sys.stderr, sys.dont_write_bytecode
+    saved_in = sys.stdin
     # The browser runs every judgement in one long-lived interpreter: what a submission changes in the
     # process-wide state restored here must not carry over into the next run (the CLI's child is fresh).
     saved_environ, saved_path, saved_recursion = dict(os.environ), list(sys.path), sys.getrecursionlimit()
@@ -296,6 +398,7 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     try:
         os.chdir(run_dir)
         sys.stdout = sys.stderr = stream
+        sys.stdin = io.StringIO("")   # input() raises EOFError here and in Pyodide alike
         problem = _import_submission()
         if problem is None:
             problem = _check_untouched(run_dir, judge_files)
@@ -316,6 +419,7 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
             pass
         os.chdir(saved_cwd)
         sys.stdout, sys.stderr, sys.dont_write_bytecode = saved_out, saved_err, saved_bytecode
+        sys.stdin = saved_in
         if dict(os.environ) != saved_environ:
             os.environ.clear()
             os.environ.update(saved_environ)

@@ -36,6 +36,7 @@ NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT))
 
 from practice.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
+from practice import render  # noqa: E402
 
 # The wheels `import pytest` needs inside Pyodide. pytest is the version requirements.txt pins, so the
 # local judge and the browser run the same pytest; the others are at the versions of Pyodide's own
@@ -48,10 +49,14 @@ WHEELS = {
     "pygments-2.20.0-py3-none-any.whl": "81a9e26dd42fd28a23a2d169d86d7ac03b46e2f8b59ed4698fb4785f946d0176",
 }
 # Python modules shipped into the browser's site-packages next to the wheels.
-RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", WEB / "src" / "browser_runner.py")
+RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", ROOT / "practice" / "render.py", WEB / "src" / "browser_runner.py")
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
 DIFFICULTY = {"easy": ("简单", "easy"), "medium": ("中等", "medium"), "hard": ("困难", "hard")}
 JUDGE_COMMAND = "python practice/judge.py {id}"
+# Served precompressed (NAME.gz beside NAME) when the browser accepts gzip: see Handler and the README.
+COMPRESS = (".wasm", ".bin", ".zip", ".mjs", ".js", ".css", ".html", ".json")
+# Labels the pages' scripts share with the local judge (practice/render.py).
+LABELS = {"status": render.STATUS, "labels": render.LABELS, "advice": render.ADVICE, "messages": render.MESSAGES}
 BUILD_MARKER = ".mini-platform-site"   # in an output folder: build.py made it and may replace it
 
 
@@ -139,14 +144,10 @@ def build_runtime(out: Path, wheels: list[Path]) -> None:
 def build_assets(out: Path) -> None:
     """Bundle the page scripts with esbuild; copy the worker and the stylesheet."""
     assets = out / "assets"
-    run([str(WEB / "node_modules" / ".bin" / "esbuild"), "src/index.js", "src/runner.js", "src/exercise.js", "--bundle",
+    run([str(WEB / "node_modules" / ".bin" / "esbuild"), "src/index.js", "src/local.js", "src/runner.js", "src/exercise.js", "--bundle",
          "--format=esm", "--minify", "--log-level=warning", f"--outdir={assets}"], WEB, "esbuild")
     shutil.copy2(WEB / "src" / "worker.js", assets / "worker.js")
-    from pygments.formatters import HtmlFormatter
-
-    css = (WEB / "static" / "style.css").read_text(encoding="utf-8")
-    (assets / "style.css").write_text(css + "\n" + HtmlFormatter(style="friendly").get_style_defs(".highlight"),
-                                      encoding="utf-8")
+    shutil.copy2(WEB / "static" / "style.css", assets / "style.css")   # token colours for both schemes included
 
 
 # ---------------------------------------------------------------- notebooks
@@ -222,9 +223,65 @@ def chapter_title(nb, fallback: str) -> str:
     return fallback
 
 
+# CommonMark does not close ``**`` after punctuation when a letter follows (``**注意：**这里``), which
+# Chinese writes all the time; such bold is written as <strong> before the markdown is rendered.
+_CJK_PUNCTUATION = "，。、；：？！（）「」『』“”‘’《》【】—…·"
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]+`)", re.DOTALL)
+_SUMMARY_LINE = re.compile(r"(</summary>)[ \t]*\n(?![ \t]*\n)")
+_DETAILS_END = re.compile(r"(?<=\S)[ \t]*\n([ \t]*</details>)")
+
+
+def fix_markdown(text: str) -> str:
+    """Markdown as the notebooks mean it: bold next to Chinese punctuation renders, and markdown
+    inside ``<details>`` renders (a blank line after the summary and before the end)."""
+    def bold(match: re.Match) -> str:
+        inner = match.group(1)
+        return f"<strong>{inner}</strong>" if inner[-1] in _CJK_PUNCTUATION or inner[0] in _CJK_PUNCTUATION else match.group(0)
+
+    pieces = _CODE.split(text)
+    for i in range(0, len(pieces), 2):   # odd pieces are code: left alone
+        pieces[i] = _BOLD.sub(bold, pieces[i])
+    text = "".join(pieces)
+    text = _SUMMARY_LINE.sub(r"\1\n\n", text)
+    return _DETAILS_END.sub(r"\n\n\1", text)
+
+
+_FIGURE_TITLE = re.compile(r"""(?:set_title|suptitle|\btitle)\(\s*f?(["'])(.+?)\1""")
+
+
+def is_source(text: str) -> bool:
+    """Whether a printed output is Python source (``print(inspect.getsource(...))``): shown highlighted."""
+    import textwrap
+
+    if not text.lstrip().startswith(("def ", "class ", "@", "async def ")):
+        return False
+    try:
+        ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return False
+    return True
+
+
 def render_notebook(nb) -> str:
+    import copy
+
+    import nbformat
+
     from nbconvert import HTMLExporter
 
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = fix_markdown(cell.source)
+        titles = _FIGURE_TITLE.findall(cell.source) if cell.cell_type == "code" else []
+        for i, output in enumerate(cell.get("outputs", [])):
+            for kind in ("image/png", "image/jpeg", "image/svg+xml"):
+                if kind in output.get("data", {}):
+                    alt = "Figure: " + "; ".join(t for _, t in titles) if titles else "Figure drawn by the code above"
+                    output.setdefault("metadata", {}).setdefault(kind, {}).setdefault("alt", alt)
+            if output.get("output_type") == "stream" and output.get("name") == "stdout" and is_source(output["text"]):
+                cell.outputs[i] = nbformat.v4.new_output("display_data", data={"text/html": highlight(output["text"])})
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
     return body
@@ -235,7 +292,7 @@ def render_notebook(nb) -> str:
 def markdown(text: str) -> str:
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    return markdown2html_mistune(text)
+    return markdown2html_mistune(fix_markdown(text))
 
 
 def templates():
@@ -243,7 +300,7 @@ def templates():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(WEB / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(difficulty=DIFFICULTY, judge_command=JUDGE_COMMAND)
+    env.globals.update(difficulty=DIFFICULTY, judge_command=JUDGE_COMMAND, labels=script_json(LABELS))
     return env
 
 
@@ -273,20 +330,42 @@ def build_chapters(out: Path, env, execute: bool, exercises: list[Exercise]) -> 
     return chapters
 
 
+def highlight(code: str) -> str:
+    from pygments import highlight as pygmentize
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    return pygmentize(code, PythonLexer(), HtmlFormatter(cssclass="highlight"))
+
+
+def runtime_sizes(out: Path) -> dict:
+    return {name: (out / "runtime" / name).stat().st_size for name in ("site-packages.zip", "snapshot.bin")}
+
+
 def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[dict]) -> None:
     by_number = {c["number"]: c for c in chapters}
+    sizes = runtime_sizes(out)
     for i, ex in enumerate(exercises):
         if ex.pure_python:
             check_browser_imports(ex)
         zh, en, shared = split_statement(ex.body)
-        data = {"id": ex.id, "timeout": ex.timeout, "starter": ex.file("starter.py").read_text(encoding="utf-8")}
+        following = exercises[i + 1] if i + 1 < len(exercises) else None
+        data = {"id": ex.id, "timeout": ex.timeout, "starter": ex.file("starter.py").read_text(encoding="utf-8"),
+                "next": {"id": following.id, "title": following.title, "title_en": following.title_en} if following else None}
         if ex.pure_python:
             data["test"] = ex.file("test.py").read_text(encoding="utf-8")
-        starter = "" if ex.pure_python else markdown(f"```python\n{data['starter']}\n```")
+            data["runtime"] = sizes
+        chapter = by_number.get(ex.chapter)
+        section = ""
+        if chapter and 'id="练习"' in chapter["body"]:
+            section = "#练习"
+        hints = [{"zh": markdown(h["zh"]), "en": markdown(h["en"])} for h in ex.hints()]
         write(out / "exercises" / f"{ex.id}.html", env.get_template("exercise.html.j2").render(
             root="../", ex=ex, zh=markdown(zh), en=markdown(en), shared=markdown(shared) if shared else "",
-            data=script_json(data), starter=starter, chapter=by_number.get(ex.chapter),
-            prev=exercises[i - 1] if i else None, next=exercises[i + 1] if i + 1 < len(exercises) else None))
+            data=script_json(data), starter=highlight(data["starter"]), chapter=chapter, section=section,
+            tests=highlight(ex.file("test.py").read_text(encoding="utf-8")),
+            solution=highlight(ex.file("solution.py").read_text(encoding="utf-8")), hints=hints,
+            prev=exercises[i - 1] if i else None, next=following))
     log(f"{len(exercises)} exercise page(s), {sum(e.pure_python for e in exercises)} runnable in the browser")
 
 
@@ -342,7 +421,24 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None
     write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
                                                                         exercises=exercises))
     check_self_contained(out)
+    compress(out)
     log(f"built {out} in {time.perf_counter() - started:.1f} s")
+
+
+def compress(out: Path) -> None:
+    """Write NAME.gz beside every file worth compressing (the server picks it when the browser
+    accepts gzip); the uncompressed file stays for hosts that serve files as they are."""
+    import gzip
+
+    before = after = 0
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and path.suffix in COMPRESS:
+            data = path.read_bytes()
+            packed = gzip.compress(data, compresslevel=9, mtime=0)
+            if len(packed) < len(data) * 0.9:
+                path.with_name(path.name + ".gz").write_bytes(packed)
+                before, after = before + len(data), after + len(packed)
+    log(f"precompressed {before / 1e6:.1f} MB into {after / 1e6:.1f} MB of .gz files")
 
 
 # ---------------------------------------------------------------- serving
@@ -353,6 +449,25 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
                       ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
+
+    def send_head(self):
+        """The file, or its precompressed NAME.gz with Content-Encoding: gzip when the browser accepts it."""
+        path = Path(self.translate_path(self.path))
+        packed = path.with_name(path.name + ".gz")
+        accepts = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not accepts or path.is_dir() or not packed.is_file() or not path.is_file():
+            return super().send_head()
+        try:
+            handle = open(packed, "rb")
+        except OSError:
+            return super().send_head()
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
+        self.send_header("Content-Length", str(packed.stat().st_size))
+        self.end_headers()
+        return handle
 
     def end_headers(self) -> None:
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")

@@ -85,7 +85,8 @@ def test_load_find_discover_and_statement(tmp_path):
 
 @pytest.fixture(scope="module")
 def checked():
-    """judge.check_exercise for every exercise, two at a time (each judgement is its own process)."""
+    """judge.check_exercise for every exercise, two at a time: each exercise's solution, starter and
+    wrong solutions are judged in one child process (sandbox.run_batch), so torch is imported once."""
     from concurrent.futures import ThreadPoolExecutor
 
     loaded = []
@@ -100,13 +101,15 @@ def checked():
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
 def test_exercise_passes_the_maintainer_check(folder, checked):
-    """Well formed, has test_example*, solution accepted, starter imports and fails (judge.py check)."""
+    """Well formed, has test_example*, solution accepted, starter imports and fails, every wrong/*.py
+    is rejected, hints.md (if present) well formed (judge.py check)."""
     exercise = exercises.load_exercise(folder)
     assert exercise.example_tests(), "test.py needs test_example* tests (the statement's examples)"
-    problems, skipped = checked[exercise.name]
-    assert problems == []
-    if skipped:
-        pytest.skip(skipped)
+    report = checked[exercise.name]
+    assert report["problems"] == []
+    assert all(w["status"] != "accepted" for w in report["wrong"])
+    if report["skipped"]:
+        pytest.skip(report["skipped"])
 
 
 def test_test_functions_are_read_without_importing(tmp_path):

@@ -31,7 +31,8 @@ def test_schema_and_accepted(run):
                             "output_truncated", "duration"}
     assert verdict["status"] == "accepted" and verdict["schema"] == judge_core.SCHEMA_VERSION
     assert verdict["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0, "total": 2}
-    assert [set(t) for t in verdict["tests"]] == [{"name", "outcome", "message", "details", "stdout", "duration"}] * 2
+    assert [set(t) for t in verdict["tests"]] == [{"name", "outcome", "message", "details", "stdout", "duration",
+                                                   "compare"}] * 2
     assert verdict["status"] in judge_core.STATUSES
 
 

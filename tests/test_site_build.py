@@ -145,3 +145,85 @@ def test_offline_check_covers_stylesheets_fonts_modules_and_source_maps(build, t
     (tmp_path / name).write_text(text)
     with pytest.raises(build.BuildError, match="would load from another host"):
         build.check_self_contained(tmp_path)
+
+
+def rendered_text(markup: str) -> str:
+    """The text a reader sees, outside code, pre, script and style elements."""
+    from html.parser import HTMLParser
+
+    class Collect(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.parts = 0, []
+
+        def handle_starttag(self, tag, attrs):
+            self.depth += tag in ("code", "pre", "script", "style")
+
+        def handle_endtag(self, tag):
+            self.depth -= tag in ("code", "pre", "script", "style")
+
+        def handle_data(self, data):
+            if not self.depth:
+                self.parts.append(data)
+
+    collect = Collect()
+    collect.feed(markup)
+    return "".join(collect.parts)
+
+
+def test_bold_by_chinese_punctuation_and_markdown_in_details_render(build):
+    text = build.fix_markdown("**注意：**这里 `a**b**` 和 **ok** 。\n1. 问题\n   <details><summary>答案</summary>\n   `x` **是**\n   </details>\n")
+    assert text.startswith("<strong>注意：</strong>这里 `a**b**` 和 **ok**")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(text)]
+    shown = rendered_text(build.render_notebook(nb))
+    assert "**" not in shown and "`" not in shown
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_chapters_show_no_literal_markdown(build, path):
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+    shown = rendered_text(build.render_notebook(nb))
+    for mark in ("**", "`"):
+        at = shown.find(mark)
+        assert at < 0, f"literal {mark} in the rendered text: ...{shown[max(0, at - 40):at + 40]}..."
+
+
+def test_precompressed_files_are_served_to_browsers_that_accept_gzip(build, tmp_path):
+    import gzip
+
+    (tmp_path / "big.wasm").write_bytes(b"\0asm" + b"a" * 10000)
+    (tmp_path / "tiny.js").write_text("x")
+    build.compress(tmp_path)
+    assert (tmp_path / "big.wasm.gz").is_file() and not (tmp_path / "tiny.js.gz").exists()   # no gain, no .gz
+    server = build.make_server(tmp_path)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/big.wasm"
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip, br"})
+        with urllib.request.urlopen(request) as response:
+            assert response.headers["Content-Encoding"] == "gzip"
+            assert response.headers["Content-Type"] == "application/wasm"
+            assert gzip.decompress(response.read()) == (tmp_path / "big.wasm").read_bytes()
+        with urllib.request.urlopen(url) as response:   # no Accept-Encoding: the file as it is
+            assert response.headers["Content-Encoding"] is None and response.read()[:4] == b"\0asm"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_figures_get_alt_text_from_their_title_and_printed_source_is_highlighted(build):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("fig, ax = plt.subplots()\nax.set_title('Latency vs batch')", outputs=[
+                    nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})]),
+                nbformat.v4.new_code_cell("plt.plot([1])", outputs=[
+                    nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})]),
+                nbformat.v4.new_code_cell("print(inspect.getsource(f))", outputs=[
+                    nbformat.v4.new_output("stream", name="stdout", text="def f(x):\n    return x\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="def is not code\n")])]
+    html = build.render_notebook(nb)
+    assert 'alt="Figure: Latency vs batch"' in html and 'alt="Figure drawn by the code above"' in html
+    assert '<span class="k">def</span>' in html and "def is not code" in html

@@ -1,14 +1,18 @@
-// The exercise runner's page side: one Web Worker (worker.js) at a time. A run past its limit is
-// interrupted through Pyodide's interrupt buffer when the page is cross-origin isolated; if that
-// does not answer, or the page is not isolated, the worker is terminated and a fresh one started.
-// This small script runs before the editor bundle so that Python starts loading at once; it leaves
-// the runner in window.mpRunner and the timings in window.mpTimings: ready and verdicts (ms since
-// navigation), runs (ms from click to verdict) and phases (the last worker's start-up, ms).
+// The exercise runner's page side: one Web Worker (worker.js) at a time. A run past its limit, or
+// one the visitor stops, is interrupted through Pyodide's interrupt buffer when the page is
+// cross-origin isolated; if that does not answer, or the page is not isolated, the worker is
+// terminated and a fresh one started. This small script runs before the editor bundle so that
+// Python starts loading at once; it leaves the runner in window.mpRunner and the timings in
+// window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict) and
+// phases (the last worker's start-up, ms).
 const START_LIMIT_MS = 60000; // a worker that is not ready by then counts as failed
-const SOFT_GRACE_MS = 2000; // after a soft interrupt, wait this long before terminating
+const SOFT_GRACE_MS = 2000; // after a soft interrupt at the time limit, wait this long before terminating
+const STOP_GRACE_MS = 500; // the same when the visitor pressed Stop
 const TIMEOUT = Symbol("timeout");
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms, TIMEOUT));
+const STOP = Symbol("stop");
+const sleep = (ms, value = TIMEOUT) => new Promise((resolve) => setTimeout(resolve, ms, value));
 const timings = (window.mpTimings = { ready: [], verdicts: [], runs: [] });
+const data = JSON.parse(document.getElementById("exercise-data").textContent);
 
 class Runner {
   constructor(onState) {
@@ -22,20 +26,25 @@ class Runner {
     this.interrupt = self.crossOriginIsolated ? new SharedArrayBuffer(1) : null;
     this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
     this.pending = null;
+    let settled = false; // progress reports that arrive after a failure must not show "loading" again
     this.ready = new Promise((resolve, reject) => {
       const fail = (message) => {
+        settled = true;
         clearTimeout(timer);
         reject(new Error(message));
         this.pending?.resolve({ error: message });
       };
       const timer = setTimeout(() => fail(`the runner did not start within ${START_LIMIT_MS / 1000} s`), START_LIMIT_MS);
-      this.worker.onerror = (event) => fail(event.message || "the runner's worker failed");
+      this.worker.onerror = (event) => fail(event.message || "the runner's worker failed to load");
       this.worker.onmessage = ({ data }) => {
         if (data.type === "ready") {
+          settled = true;
           clearTimeout(timer);
           timings.ready.push(performance.now());
           timings.phases = data.phases;
           resolve(data.phases);
+        } else if (data.type === "progress" && !settled) {
+          this.onState("loading", data);
         } else if (data.type === "failed") {
           fail(data.error);
         } else if (data.type === "result" && this.pending?.id === data.id) {
@@ -45,14 +54,19 @@ class Runner {
     });
     this.ready.then(
       () => this.onState("ready"),
-      () => this.onState("failed"),
+      (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt });
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime });
   }
 
   restart() {
     this.worker.terminate();
     this.spawn();
+  }
+
+  /** Ends the running submission now (its reply says stopped: "interrupted" or "terminated"). */
+  stop() {
+    this.stopRequest?.(STOP);
   }
 
   async run(test, code, limitMs) {
@@ -64,25 +78,38 @@ class Runner {
     }
     const id = ++this.seq;
     const result = new Promise((resolve) => (this.pending = { id, resolve }));
+    const stopped = new Promise((resolve) => (this.stopRequest = resolve));
     const flag = this.interrupt && new Uint8Array(this.interrupt);
     if (flag) flag[0] = 0;
     this.worker.postMessage({ type: "run", id, test, code });
-    const reply = await Promise.race([result, sleep(limitMs)]);
-    if (reply !== TIMEOUT) {
+    const reply = await Promise.race([result, sleep(limitMs), stopped]);
+    this.stopRequest = null;
+    if (reply !== TIMEOUT && reply !== STOP) {
       // judge_core turns everything the code does into a verdict; an error here means the
       // interpreter or the worker itself broke, so it is not used again.
       if (!reply.error) return reply;
       this.restart();
       return { ...reply, crashed: true };
     }
+    const key = reply === STOP ? "stopped" : "timeout";
     if (flag) {
       flag[0] = 2; // SIGINT: KeyboardInterrupt inside Python
-      if ((await Promise.race([result, sleep(SOFT_GRACE_MS)])) !== TIMEOUT) return { timeout: "interrupted" };
+      const grace = reply === STOP ? STOP_GRACE_MS : SOFT_GRACE_MS;
+      if ((await Promise.race([result, sleep(grace)])) !== TIMEOUT) return { [key]: "interrupted" };
     }
     this.restart();
-    return { timeout: "terminated" };
+    return { [key]: "terminated" };
   }
 }
 
 const indicator = document.querySelector("[data-testid=runner]");
-window.mpRunner = new Runner((state) => (indicator.dataset.state = state));
+const percent = indicator.querySelector("[data-percent]");
+window.mpRunner = new Runner((state, detail = {}) => {
+  indicator.dataset.state = state;
+  if (state === "loading") {
+    percent.textContent = detail.total ? ` ${Math.min(100, Math.round((100 * detail.loaded) / detail.total))}%` : "";
+  }
+  const why = indicator.querySelector("[data-error]");
+  if (why) why.textContent = state === "failed" ? detail.error || "" : "";
+});
+document.querySelector("[data-testid=retry]")?.addEventListener("click", () => window.mpRunner.restart());

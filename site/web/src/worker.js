@@ -1,25 +1,57 @@
-// The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest and the
-// judge's core. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null}
-//                             {type: "run", id, test, code}
-// Messages out: {type: "ready", phases} | {type: "failed", error} | {type: "result", id, verdict | error}
+// The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
+// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes}
+//                                      {type: "run", id, test, code}
+// Messages out: {type: "progress", loaded, total} | {type: "ready", phases} | {type: "failed", error}
+//               | {type: "result", id, verdict, view | error}
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const pyodideURL = new URL("../pyodide/", import.meta.url).href;
 const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
+const RUNTIME = ["site-packages.zip", "snapshot.bin"];
 let runner = null;
 
+/** The runtime files, fetched in parallel with their progress reported (sizes: uncompressed bytes
+ * from the build, since a compressed response's Content-Length is not what the reader counts). */
+function download(sizes) {
+  const loaded = Object.fromEntries(RUNTIME.map((name) => [name, 0]));
+  const total = RUNTIME.reduce((sum, name) => sum + ((sizes && sizes[name]) || 0), 0);
+  let last = 0;
+  return RUNTIME.map(async (name) => {
+    const response = await fetch(runtimeURL(name));
+    if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
+    if (!total || !response.body) return response.arrayBuffer();
+    const reader = response.body.getReader();
+    const chunks = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      loaded[name] += value.length;
+      const sum = Object.values(loaded).reduce((a, b) => a + b, 0);
+      if (sum - last > total / 50) {
+        last = sum;
+        self.postMessage({ type: "progress", loaded: sum, total });
+      }
+    }
+    return new Blob(chunks).arrayBuffer();
+  });
+}
+
 // Returns how long each start-up phase took (ms), for the benchmark.
-async function start(interrupt) {
+async function start(interrupt, sizes) {
   const t0 = performance.now();
   const phases = {};
   const mark = (name, since) => (phases[name] = Math.round(performance.now() - since));
-  const [sitePackages, snapshot] = ["site-packages.zip", "snapshot.bin"].map((name) =>
-    fetch(runtimeURL(name)).then((r) => {
-      if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
-      return r.arrayBuffer();
-    }),
-  );
+  const [sitePackages, snapshot] = download(sizes);
   sitePackages.catch(() => {}); // awaited below; this only keeps an early failure from being "unhandled"
+  // loadPyodide waits forever when its .wasm cannot be fetched, so the worker asks for it too (HEAD):
+  // that, or site-packages.zip, failing ends the start at once (the page offers a retry).
+  const wasm = fetch(pyodideURL + "pyodide.asm.wasm", { method: "HEAD" }).then((r) => {
+    if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
+  });
+  wasm.catch(() => {});
+  const never = () => new Promise(() => {});
+  const failFast = (promise) => Promise.race([promise, sitePackages.then(never), wasm.then(never)]);
   // The snapshot already holds pytest and the judge imported and warmed up (see precompile.mjs).
   // Should it be missing or refused, start from scratch: slower, but the same interpreter.
   // packageBaseUrl: Pyodide's default for fetching packages is its CDN; point it at our own files too.
@@ -27,10 +59,10 @@ async function start(interrupt) {
   let py;
   let fresh = false;
   try {
-    py = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+    py = await failFast(loadPyodide({ ...options, _loadSnapshot: snapshot }));
   } catch (err) {
     console.warn(`starting Python without the snapshot: ${err}`);
-    py = await loadPyodide(options);
+    py = await failFast(loadPyodide(options));
     fresh = true;
   }
   mark(fresh ? "load" : "restore", t0);
@@ -48,13 +80,13 @@ async function start(interrupt) {
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     try {
-      self.postMessage({ type: "ready", phases: await start(data.interrupt) });
+      self.postMessage({ type: "ready", phases: await start(data.interrupt, data.sizes) });
     } catch (err) {
-      self.postMessage({ type: "failed", error: String(err && err.stack ? err.stack : err) });
+      self.postMessage({ type: "failed", error: String(err && err.message ? err.message : err) });
     }
   } else if (data.type === "run") {
     try {
-      self.postMessage({ type: "result", id: data.id, verdict: JSON.parse(runner.run(data.test, data.code)) });
+      self.postMessage({ type: "result", id: data.id, ...JSON.parse(runner.run(data.test, data.code)) });
     } catch (err) {
       self.postMessage({ type: "result", id: data.id, error: String(err) });
     }
