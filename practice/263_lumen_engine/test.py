@@ -100,6 +100,9 @@ def test_attention_uses_its_backend_and_the_decode_kernel_for_decodes(lumen, tmp
 
     g = torch.Generator().manual_seed(7)
     caches = allocate_kv_caches(2, 4, 32, 2, 16, torch.float32)
+    for cache in caches:  # the engine allocates them uninitialised; zeros show which layer was written
+        for tensor in cache:
+            tensor.zero_()
     attention = LumenAttention(caches, backend=spy)
     i32 = lambda values: torch.tensor(values, dtype=torch.int32)  # noqa: E731
     # A prompt of 3 tokens, then one decode step of the same request, in layer 1.
