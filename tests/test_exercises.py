@@ -102,11 +102,14 @@ def checked():
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
 def test_exercise_passes_the_maintainer_check(folder, checked):
     """Well formed, has test_example*, solution accepted, starter imports and fails, every wrong/*.py
-    is rejected, hints.md (if present) well formed (judge.py check)."""
+    is rejected, hints.md present and well formed, at least five wrong solutions (judge.py check)."""
     exercise = exercises.load_exercise(folder)
     assert exercise.example_tests(), "test.py needs test_example* tests (the statement's examples)"
     report = checked[exercise.name]
     assert report["problems"] == []
+    # In this repository the habit is a rule: hints.md and at least five wrong solutions for every exercise
+    # (judge.py check only warns, so that an exercise can be checked while it is being written).
+    assert report["warnings"] == []
     assert all(w["status"] != "accepted" for w in report["wrong"])
     if report["skipped"]:
         pytest.skip(report["skipped"])
