@@ -11,23 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
-
-def cuda_time(fn, repeat: int = 20) -> float:
-    """Median seconds of ``fn()`` measured with CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return sorted(times)[len(times) // 2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+from hostinfo import cuda_time  # noqa: E402
 
 
 def main() -> int:

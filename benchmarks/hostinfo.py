@@ -1,4 +1,5 @@
-"""One line naming the machine a benchmark ran on, printed next to every figure."""
+"""One line naming the machine a benchmark ran on, printed next to every figure; and the GPU timer the
+GPU benchmarks share (torch is imported only when it is called)."""
 from __future__ import annotations
 
 import os
@@ -16,3 +17,20 @@ def describe() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
             f"Python {platform.python_version()}, load average {load}")
+
+
+def cuda_time(fn, repeat: int = 20) -> float:
+    """Median seconds of ``fn()`` measured with CUDA events after a warm-up."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return sorted(times)[len(times) // 2]

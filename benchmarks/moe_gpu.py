@@ -12,23 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
-
-def cuda_time(fn, repeat: int = 10) -> float:
-    """Median seconds of ``fn()`` measured with CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return sorted(times)[len(times) // 2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+from hostinfo import cuda_time  # noqa: E402
 
 
 def main() -> int:
@@ -59,8 +48,8 @@ def main() -> int:
                                       ids.cpu(), backend="cpu") if t <= 128 else None
         triton_out = ops.fused_experts(hidden, w13, w2, weights, ids, backend="triton")
         error = "skipped (T > 128)" if reference is None else f"{(triton_out.float().cpu() - reference).abs().max():.3g}"
-        a = cuda_time(lambda: ops.fused_experts(hidden, w13, w2, weights, ids, backend="triton"))
-        b = cuda_time(lambda: ops.fused_experts(hidden, w13, w2, weights, ids, backend="cpu"))
+        a = cuda_time(lambda: ops.fused_experts(hidden, w13, w2, weights, ids, backend="triton"), repeat=10)
+        b = cuda_time(lambda: ops.fused_experts(hidden, w13, w2, weights, ids, backend="cpu"), repeat=10)
         print(f"{t:>7} {error:>23} {a * 1e3:>10.3f} {b * 1e3:>14.3f} {b / a:>13.2f}x")
     return 0
 
