@@ -10,6 +10,7 @@ import dataclasses
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
 
 import pytest
@@ -307,3 +308,30 @@ def test_hccl_collectives_on_one_npu():
     pytest.importorskip("torch_npu", reason="needs an Ascend NPU with torch_npu (HCCL)")
     from mini_platform.ascend.communicator import NpuCommunicator
     _single_rank_collectives("hccl", torch.device("npu", 0), NpuCommunicator)
+
+
+def test_an_error_read_beside_a_normal_message_is_not_dropped():
+    """Rank 0 reports an error while rank 1 reports "ready" in the same wait: the error (with its traceback)
+    must reach the caller, not be dropped for rank 1's message. No process is started: pipes stand in."""
+    from multiprocessing import Pipe
+    from types import SimpleNamespace
+    from mini_platform.distributed.executor import MultiprocExecutor
+    pipes = [Pipe() for _ in range(2)]
+    executor = MultiprocExecutor.__new__(MultiprocExecutor)
+    executor.timeout_s, executor.error = 1.0, None
+    executor.conns = [parent for parent, _ in pipes]
+    sentinels = [os.pipe() for _ in range(2)]  # never readable: both "processes" stay alive
+    executor.procs = [SimpleNamespace(sentinel=read_end, pid=100 + r, exitcode=None, is_alive=lambda: False)
+                      for r, (read_end, _) in enumerate(sentinels)]
+    executor._finalizer = SimpleNamespace(alive=True)
+    executor.close = lambda: None
+    pipes[0][1].send_bytes(pickle.dumps(("error", "Traceback ...\nValueError: rank zero broke\n")))
+    pipes[1][1].send_bytes(pickle.dumps(("ready",)))
+    try:
+        with pytest.raises(WorkerError, match=r"worker rank 0 failed: ValueError: rank zero broke"):
+            executor._receive("start-up")
+    finally:
+        for fd in (fd for pair in sentinels for fd in pair):
+            os.close(fd)
+        for a, b in pipes:
+            a.close(), b.close()

@@ -96,9 +96,10 @@ class MultiprocExecutor:
                 message = pickle.loads(conn.recv_bytes())
             except EOFError:
                 continue  # died without a word: its exit code tells
-            if message[0] != "error":
+            if message[0] == "error":
+                errors[ranks[conn]] = message[1]
+            elif not errors:  # once a rank has failed, the others' messages no longer matter: keep reading errors
                 return ranks[conn], message
-            errors[ranks[conn]] = message[1]
         self._fail(during, errors, timed_out=not ready)
 
     def _fail(self, during: str, errors: dict[int, str], timed_out: bool) -> None:
