@@ -335,3 +335,10 @@ def test_an_error_read_beside_a_normal_message_is_not_dropped():
             os.close(fd)
         for a, b in pipes:
             a.close(), b.close()
+
+
+def test_enable_expert_parallel_must_be_a_bool(checkpoints):
+    """A string such as "yes" (or "false") is truthy: it must be rejected, not read as True."""
+    with pytest.raises(ValueError, match="enable_expert_parallel must be True or False"):
+        LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel="false")
+    assert not multiprocessing.active_children()
