@@ -342,3 +342,17 @@ def test_enable_expert_parallel_must_be_a_bool(checkpoints):
     with pytest.raises(ValueError, match="enable_expert_parallel must be True or False"):
         LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel="false")
     assert not multiprocessing.active_children()
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do(checkpoints, tmp_path):
+    """Spawned workers re-import the driver's script; without ``if __name__ == "__main__":`` they die before
+    they can report anything. The error must say so instead of only "exit code 1"."""
+    import subprocess
+    import sys
+    script = tmp_path / "no_guard.py"
+    script.write_text(f"from mini_platform import LLM\nLLM({str(checkpoints['llama'])!r}, tensor_parallel_size=2)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()
+    assert "WorkerError" in done.stderr and 'if __name__ == "__main__":' in "\n".join(last[-3:])

@@ -133,6 +133,9 @@ class MultiprocExecutor:
                   for rank, text in sorted(errors.items())]
         if timed_out:
             lines.insert(0, f"no worker answered within {self.timeout_s:g} s")
+        if during == "start-up" and dead and not errors:  # died before worker_main could report anything
+            lines.append("the workers' stderr above says why; a script that builds the LLM needs `if __name__ == \"__main__\":` "
+                         "around it, because each spawned worker imports the script again")
         self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
                                  + "\n".join(lines))
         raise self.error
