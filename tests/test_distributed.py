@@ -356,3 +356,20 @@ def test_a_script_without_a_main_guard_is_told_what_to_do(checkpoints, tmp_path)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()
     assert "WorkerError" in done.stderr and 'if __name__ == "__main__":' in "\n".join(last[-3:])
+
+
+def test_a_worker_killed_between_steps_is_named_at_the_next_step(checkpoints):
+    """The dead worker's pipe is broken when the next step is sent: a WorkerError naming the rank, not a bare
+    BrokenPipeError, and the surviving rank is stopped too."""
+    engine = LLMEngine(checkpoints["llama"], tensor_parallel_size=2)
+    pids = engine.runner.pids
+    try:
+        os.kill(pids[1], signal.SIGKILL)
+        engine.runner.procs[1].join(10)  # dead (and its pipe closed) before the step is sent
+        engine.add_request(prompts(0, [6])[0], GREEDY)
+        with pytest.raises(WorkerError, match=r"worker rank 1 .*died unexpectedly with signal SIGKILL"):
+            engine.step()
+        assert not _alive(pids)
+    finally:
+        engine.close()
+    assert not multiprocessing.active_children()

@@ -78,8 +78,11 @@ class MultiprocExecutor:
         if not self._finalizer.alive:
             raise RuntimeError("this executor is closed")
         data = pickle.dumps(("execute", step_input(batch, kv)))
-        for conn in self.conns:
-            conn.send_bytes(data)
+        try:
+            for conn in self.conns:
+                conn.send_bytes(data)
+        except OSError:  # a worker died since the last step: its pipe is broken
+            self._fail("a step", {}, timed_out=False)
         return self._receive("a step")[1][1]
 
     def close(self) -> None:
