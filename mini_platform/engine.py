@@ -66,6 +66,8 @@ class EngineConfig:
         if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
             raise ValueError(f"enforce_eager must be True, False or None (the platform's default), "
                              f"got {self.enforce_eager!r}")
+        if not isinstance(self.enable_expert_parallel, bool):
+            raise ValueError(f"enable_expert_parallel must be True or False, got {self.enable_expert_parallel!r}")
         if self.cudagraph_capture_sizes is not None:
             self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
             if self.cudagraph_capture_sizes[-1] > self.max_num_batched_tokens:

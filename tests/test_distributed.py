@@ -10,6 +10,7 @@ import dataclasses
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
 
 import pytest
@@ -307,3 +308,68 @@ def test_hccl_collectives_on_one_npu():
     pytest.importorskip("torch_npu", reason="needs an Ascend NPU with torch_npu (HCCL)")
     from mini_platform.ascend.communicator import NpuCommunicator
     _single_rank_collectives("hccl", torch.device("npu", 0), NpuCommunicator)
+
+
+def test_an_error_read_beside_a_normal_message_is_not_dropped():
+    """Rank 0 reports an error while rank 1 reports "ready" in the same wait: the error (with its traceback)
+    must reach the caller, not be dropped for rank 1's message. No process is started: pipes stand in."""
+    from multiprocessing import Pipe
+    from types import SimpleNamespace
+    from mini_platform.distributed.executor import MultiprocExecutor
+    pipes = [Pipe() for _ in range(2)]
+    executor = MultiprocExecutor.__new__(MultiprocExecutor)
+    executor.timeout_s, executor.error = 1.0, None
+    executor.conns = [parent for parent, _ in pipes]
+    sentinels = [os.pipe() for _ in range(2)]  # never readable: both "processes" stay alive
+    executor.procs = [SimpleNamespace(sentinel=read_end, pid=100 + r, exitcode=None, is_alive=lambda: False)
+                      for r, (read_end, _) in enumerate(sentinels)]
+    executor._finalizer = SimpleNamespace(alive=True)
+    executor.close = lambda: None
+    pipes[0][1].send_bytes(pickle.dumps(("error", "Traceback ...\nValueError: rank zero broke\n")))
+    pipes[1][1].send_bytes(pickle.dumps(("ready",)))
+    try:
+        with pytest.raises(WorkerError, match=r"worker rank 0 failed: ValueError: rank zero broke"):
+            executor._receive("start-up")
+    finally:
+        for fd in (fd for pair in sentinels for fd in pair):
+            os.close(fd)
+        for a, b in pipes:
+            a.close(), b.close()
+
+
+def test_enable_expert_parallel_must_be_a_bool(checkpoints):
+    """A string such as "yes" (or "false") is truthy: it must be rejected, not read as True."""
+    with pytest.raises(ValueError, match="enable_expert_parallel must be True or False"):
+        LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel="false")
+    assert not multiprocessing.active_children()
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do(checkpoints, tmp_path):
+    """Spawned workers re-import the driver's script; without ``if __name__ == "__main__":`` they die before
+    they can report anything. The error must say so instead of only "exit code 1"."""
+    import subprocess
+    import sys
+    script = tmp_path / "no_guard.py"
+    script.write_text(f"from mini_platform import LLM\nLLM({str(checkpoints['llama'])!r}, tensor_parallel_size=2)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()
+    assert "WorkerError" in done.stderr and 'if __name__ == "__main__":' in "\n".join(last[-3:])
+
+
+def test_a_worker_killed_between_steps_is_named_at_the_next_step(checkpoints):
+    """The dead worker's pipe is broken when the next step is sent: a WorkerError naming the rank, not a bare
+    BrokenPipeError, and the surviving rank is stopped too."""
+    engine = LLMEngine(checkpoints["llama"], tensor_parallel_size=2)
+    pids = engine.runner.pids
+    try:
+        os.kill(pids[1], signal.SIGKILL)
+        engine.runner.procs[1].join(10)  # dead (and its pipe closed) before the step is sent
+        engine.add_request(prompts(0, [6])[0], GREEDY)
+        with pytest.raises(WorkerError, match=r"worker rank 1 .*died unexpectedly with signal SIGKILL"):
+            engine.step()
+        assert not _alive(pids)
+    finally:
+        engine.close()
+    assert not multiprocessing.active_children()

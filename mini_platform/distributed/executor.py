@@ -78,8 +78,11 @@ class MultiprocExecutor:
         if not self._finalizer.alive:
             raise RuntimeError("this executor is closed")
         data = pickle.dumps(("execute", step_input(batch, kv)))
-        for conn in self.conns:
-            conn.send_bytes(data)
+        try:
+            for conn in self.conns:
+                conn.send_bytes(data)
+        except OSError:  # a worker died since the last step: its pipe is broken
+            self._fail("a step", {}, timed_out=False)
         return self._receive("a step")[1][1]
 
     def close(self) -> None:
@@ -96,9 +99,10 @@ class MultiprocExecutor:
                 message = pickle.loads(conn.recv_bytes())
             except EOFError:
                 continue  # died without a word: its exit code tells
-            if message[0] != "error":
+            if message[0] == "error":
+                errors[ranks[conn]] = message[1]
+            elif not errors:  # once a rank has failed, the others' messages no longer matter: keep reading errors
                 return ranks[conn], message
-            errors[ranks[conn]] = message[1]
         self._fail(during, errors, timed_out=not ready)
 
     def _fail(self, during: str, errors: dict[int, str], timed_out: bool) -> None:
@@ -132,6 +136,9 @@ class MultiprocExecutor:
                   for rank, text in sorted(errors.items())]
         if timed_out:
             lines.insert(0, f"no worker answered within {self.timeout_s:g} s")
+        if during == "start-up" and dead and not errors:  # died before worker_main could report anything
+            lines.append("the workers' stderr above says why; a script that builds the LLM needs `if __name__ == \"__main__\":` "
+                         "around it, because each spawned worker imports the script again")
         self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
                                  + "\n".join(lines))
         raise self.error
