@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from mini_platform import LLM, LLMEngine, SamplingParams
 from mini_platform.distributed import parallel_state
-from mini_platform.distributed.executor import WorkerError, free_port
+from mini_platform.distributed.executor import MultiprocExecutor, WorkerError, free_port
 from mini_platform.model import load_model, make_tiny_checkpoint
 from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, vocab_range
 from mini_platform.model.config import ModelConfig
@@ -335,6 +335,27 @@ def test_an_error_read_beside_a_normal_message_is_not_dropped():
             os.close(fd)
         for a, b in pipes:
             a.close(), b.close()
+
+
+def test_an_interrupted_step_stops_the_workers_for_good(monkeypatch):
+    """Ctrl+C while waiting for a step: its late answer must never be taken for the next step's."""
+    executor = MultiprocExecutor.__new__(MultiprocExecutor)
+    from types import SimpleNamespace
+    executor.error, closed = None, []
+    executor.conns = []
+    executor._finalizer = SimpleNamespace(alive=True)
+    executor.close = lambda: closed.append(True)
+    monkeypatch.setattr("mini_platform.distributed.executor.step_input", lambda batch, kv: None)
+
+    def interrupted(during):
+        raise KeyboardInterrupt
+
+    executor._receive = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        executor.execute(None, None)
+    assert closed == [True]
+    with pytest.raises(WorkerError, match="interrupted"):
+        executor.execute(None, None)
 
 
 def test_enable_expert_parallel_must_be_a_bool(checkpoints):

@@ -83,7 +83,14 @@ class MultiprocExecutor:
                 conn.send_bytes(data)
         except OSError:  # a worker died since the last step: its pipe is broken
             self._fail("a step", {}, timed_out=False)
-        return self._receive("a step")[1][1]
+        try:
+            return self._receive("a step")[1][1]
+        except KeyboardInterrupt:
+            # The step's late answer would be read as the next step's: stop the workers rather than trust them.
+            self.error = WorkerError("a step was interrupted (Ctrl+C) and the workers were stopped; "
+                                     "build a new LLM to continue")
+            self.close()
+            raise
 
     def close(self) -> None:
         """Ask every worker to exit, then stop any that does not (idempotent)."""
