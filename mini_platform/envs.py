@@ -35,12 +35,17 @@ TARGET_DEVICES = ("cpu", "cuda")  # cuda = resolve as usual (vLLM's default targ
 
 
 def target_device(env: Mapping[str, str] | None = None) -> str | None:
-    """``MINI_PLATFORM_TARGET_DEVICE`` (lower-cased), None when unset; any other value than cpu/cuda is an error."""
-    value = _env(env).get(TARGET_DEVICE, "").strip().lower()
-    if value and value not in TARGET_DEVICES:
+    """``MINI_PLATFORM_TARGET_DEVICE`` stripped and lower-cased, None when unset or blank. Only ``cpu``
+    changes resolution (vLLM's rule); :func:`check_target_device` refuses values that mean nothing."""
+    return _env(env).get(TARGET_DEVICE, "").strip().lower() or None
+
+
+def check_target_device(env: Mapping[str, str] | None = None) -> None:
+    """Refuse a target this engine does not understand (a typo, or a plugin's name) instead of ignoring it."""
+    value = target_device(env)
+    if value is not None and value not in TARGET_DEVICES:
         raise ValueError(f"{TARGET_DEVICE}={value!r} is not understood: 'cpu' forces the CPU platform, 'cuda' (or "
                          "unset) resolves as usual; to pick a plugin platform by name, set MINI_PLATFORM instead")
-    return value or None
 
 
 def plugin_allow_list(env: Mapping[str, str] | None = None) -> frozenset[str] | None:

@@ -244,9 +244,13 @@ def test_boolean_options_must_be_booleans(tiny, option):
 
 
 def test_an_unknown_target_device_is_an_error():
+    """The engine refuses a target it does not understand; the resolution rules themselves (exercise 180's
+    contract, vLLM's) only ask whether the target is the CPU."""
+    from mini_platform import platforms
     with pytest.raises(ValueError, match="MINI_PLATFORM_TARGET_DEVICE='tpu' is not understood"):
-        envs.target_device({"MINI_PLATFORM_TARGET_DEVICE": "tpu"})
+        platforms.resolve_current_platform_cls_qualname({"MINI_PLATFORM_TARGET_DEVICE": "tpu"})
     assert envs.target_device({"MINI_PLATFORM_TARGET_DEVICE": " CPU "}) == "cpu"
+    assert envs.target_device({"MINI_PLATFORM_TARGET_DEVICE": "tpu"}) == "tpu"
     assert envs.target_device({}) is None
 
 

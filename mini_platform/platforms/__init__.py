@@ -86,7 +86,9 @@ def _entry_point_detector(ep: EntryPoint) -> Detector:
 
 
 def resolve_current_platform_cls_qualname(env: Mapping[str, str] | None = None) -> str:
-    """Discover platform plugins (metadata only) and apply the resolution rules."""
+    """Discover platform plugins (metadata only) and apply the resolution rules (a target device this
+    engine does not understand is refused first, rather than ignored)."""
+    envs.check_target_device(env)
     # Every installed plugin is listed (an empty mapping sets no allow-list): MINI_PLATFORM_PLUGINS is
     # one of resolve_platform's rules and does not apply to an explicit MINI_PLATFORM selection.
     oot = {name: _entry_point_detector(ep)
