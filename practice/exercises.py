@@ -12,10 +12,15 @@ An exercise is a folder ``practice/NNN_slug/`` holding ``problem.md``, ``starter
     difficulty: easy        # easy | medium | hard
     requires: []            # [] = pure Python; or [torch], [torch, triton]
     timeout: 10             # seconds
+    engine: [mini_platform.kv_cache.find_cached_prefix]   # optional, see below
     ---
 
 followed by the Chinese statement, a ``## English`` section with the English statement, and the
 shared worked example (``## 示例 / Example``). Standard library only; runs in Pyodide too.
+
+``engine`` (optional) names the engine functions or classes this exercise's solution can stand in
+for, by dotted path; the solution defines each under the same last name with the same signature.
+``judge.py engine`` swaps the learner's accepted versions into the engine (see engine_parts.py).
 
 Two more parts, checked by ``judge.py check``:
 
@@ -68,6 +73,7 @@ class Exercise:
     requires: tuple[str, ...]   # () = pure Python (runs in the browser)
     timeout: int          # seconds
     body: str             # problem.md after the front matter
+    engine: tuple[str, ...] = ()  # dotted paths of the engine parts the solution can replace
 
     @property
     def name(self) -> str:
@@ -82,7 +88,8 @@ class Exercise:
         """The front matter plus name and pure_python, JSON-serialisable (for the site's index)."""
         return {"id": self.id, "slug": self.slug, "name": self.name, "title": self.title,
                 "title_en": self.title_en, "chapter": self.chapter, "difficulty": self.difficulty,
-                "requires": list(self.requires), "timeout": self.timeout, "pure_python": self.pure_python}
+                "requires": list(self.requires), "timeout": self.timeout, "pure_python": self.pure_python,
+                "engine": list(self.engine)}
 
     def file(self, name: str) -> Path:
         """``problem.md``, ``starter.py``, ``solution.py`` or ``test.py`` of this exercise."""
@@ -241,6 +248,11 @@ def _check_fields(fields: dict, source: str) -> None:
     if not 1 <= fields["timeout"] <= 600:
         raise ExerciseError(f"{source}：timeout 应在 1 到 600 秒之间，实际是 {fields['timeout']}",
                             f"{source}: timeout must be 1..600 seconds, got {fields['timeout']}")
+    engine = fields.get("engine", [])
+    if not isinstance(engine, list) or not all(
+            isinstance(p, str) and re.fullmatch(r"mini_platform(\.[A-Za-z_][A-Za-z0-9_]*)+", p) for p in engine):
+        raise ExerciseError(f"{source}：engine 应为引擎里的点分路径列表（如 [mini_platform.kv_cache.hash_block]），实际是 {engine!r}",
+                            f"{source}: engine must be a list of dotted engine paths (e.g. [mini_platform.kv_cache.hash_block]), got {engine!r}")
     expected_chapter = (fields["id"] - 170) // 10
     if fields["chapter"] != expected_chapter:
         raise ExerciseError(f"{source}：编号 {fields['id']} 属于第 {expected_chapter} 章，但 chapter 是 {fields['chapter']}",
@@ -265,7 +277,8 @@ def load_exercise(path: str | Path) -> Exercise:
                             f"{source}: id is {fields['id']} but the folder number is {match.group(1)}")
     return Exercise(id=fields["id"], slug=match.group(2), path=path, title=fields["title"],
                     title_en=fields["title_en"], chapter=fields["chapter"], difficulty=fields["difficulty"],
-                    requires=tuple(fields["requires"]), timeout=fields["timeout"], body=body)
+                    requires=tuple(fields["requires"]), timeout=fields["timeout"], body=body,
+                    engine=tuple(fields.get("engine", [])))
 
 
 def exercise_dirs(root: str | Path = PRACTICE_DIR) -> list[Path]:
