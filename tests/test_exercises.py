@@ -68,7 +68,7 @@ def test_load_find_discover_and_statement(tmp_path):
     assert exercise.example_tests() == ["test_example"] and exercises.validate_layout(exercise) == []
     assert exercise.metadata() == {"id": 189, "slug": "double", "name": "189_double", "title": "加倍",
                                    "title_en": "Double it", "chapter": 1, "difficulty": "easy", "requires": [],
-                                   "timeout": 3, "pure_python": True}
+                                   "timeout": 3, "pure_python": True, "engine": []}
     assert [e.id for e in exercises.discover(tmp_path)] == [189]
     with pytest.raises(ExerciseError, match="no exercise 181"):
         exercises.find(181, tmp_path)
