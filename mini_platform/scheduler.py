@@ -211,10 +211,10 @@ class Scheduler:
         demands, older_blocks = [], set()
         for r in self.running:
             table = kv.block_tables[r.request_id]
-            held = len(table) - len(older_blocks.intersection(table))
+            num_older = len(older_blocks)
             older_blocks.update(table)
-            need = kv.blocks_needed(r.num_computed_tokens + tokens[r.request_id]) - len(table) \
-                if r.request_id in tokens else 0
+            held = len(older_blocks) - num_older  # its blocks that no older request holds
+            need = kv.blocks_needed(r.num_computed_tokens + tokens.get(r.request_id, 0)) - len(table)
             demands.append((r.request_id, held, max(need, 0)))
         kept, preempted_ids = allocate_with_preemption(demands, kv.num_free_blocks)
         preempted = [self._preempt(running[request_id]) for request_id in preempted_ids]
@@ -253,6 +253,8 @@ class Scheduler:
     def _admission_candidates(self) -> list[tuple[Request, list[int]]]:
         """The head of the waiting queue that this step's budget and ``max_num_seqs`` can reach, each with its
         cached prefix blocks (its prefix-cache hit counts as computed)."""
+        if not self.waiting or len(self.running) >= self.max_num_seqs:
+            return []
         budget = self.max_num_batched_tokens - sum(r.num_tokens - r.num_computed_tokens for r in self.running)
         candidates = []
         for request in itertools.islice(self.waiting, max(self.max_num_seqs - len(self.running), 0)):
