@@ -257,7 +257,7 @@ class Scheduler:
             return []
         budget = self.max_num_batched_tokens - sum(r.num_tokens - r.num_computed_tokens for r in self.running)
         candidates = []
-        for request in itertools.islice(self.waiting, max(self.max_num_seqs - len(self.running), 0)):
+        for request in itertools.islice(self.waiting, self.max_num_seqs - len(self.running)):
             if budget <= 0:
                 break
             prefix = self.kv.lookup_prefix(request.all_token_ids)
