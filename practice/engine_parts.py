@@ -12,13 +12,17 @@ used, with the reason. ``--parts 194,213`` limits which exercises may be the lea
 The run happens in practice/engine_run.py inside an isolated child (sandbox.run_child: time and
 memory limits, its own process group, the learner's files only read). This module prepares it and
 turns its result into the summary (``summarize``: the schema ``--json`` prints) and the table (``text``).
+``run_for_chapter(N)`` is the closing cell of chapter N's notebook ("用你的实现跑引擎").
 Standard library only.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 import tempfile
 import unicodedata
 from pathlib import Path
@@ -30,6 +34,7 @@ from exercises import Exercise, ExerciseError
 from progress import Progress, file_digest
 
 ENGINE_RUN = Path(__file__).resolve().parent / "engine_run.py"
+JUDGE = Path(__file__).resolve().parent / "judge.py"
 MEMORY_MB = 4096      # torch + transformers + two tiny models
 TIMEOUT = 300.0       # seconds for the whole run, bisection included
 MODELS = ("llama", "mixtral")
@@ -322,3 +327,22 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
                       "transformers, the sampled one against the all-reference engine)"), equal=equal)
     out.append(colour(line, "1;32" if status == "equal" else "1;31"))
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# The notebooks
+
+
+def run_for_chapter(chapter: int, lang: str = "zh") -> int:
+    """Run ``judge.py engine --parts <chapter's exercises with engine parts>`` in a subprocess (isolated
+    like any judging, on the learner's workspace) and print its table; returns its exit status."""
+    root = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or exercises.PRACTICE_DIR)
+    ids = ",".join(str(e.id) for e in engine_exercises(root) if e.chapter == chapter)
+    if not ids:
+        print(_tr(lang, ("第 {n} 章还没有声明引擎部件的练习。", "No exercise of chapter {n} declares engine parts yet."), n=chapter))
+        return 0
+    print(f"$ python practice/judge.py engine --parts {ids}\n")
+    done = subprocess.run([sys.executable, str(JUDGE), "engine", "--parts", ids, "--lang", lang],
+                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    print(done.stdout + done.stderr)
+    return done.returncode
