@@ -50,7 +50,12 @@ REASONS = {
     "needs": ("参考实现：本机缺少 {missing}", "reference: {missing} is not installed here"),
     "import_error": ("参考实现：导入你的文件时出错：{error}", "reference: importing your file raised {error}"),
 }
+STAGES = {"start": ("启动", "start"), "setup": ("准备", "setup"),
+          "transformers": ("用 transformers 生成参照", "transformers' reference tokens"),
+          "reference": ("全部用参考实现的引擎", "the all-reference engine"),
+          "assembled": ("换上你的部件的引擎", "the engine with your parts"), "bisect": ("二分查找", "bisection")}
 RESULTS = {"ok": ("正常", "ok"), "not_exercised": ("没有被调用", "not exercised"),
+           "not_reached": ("没走到（引擎先停了）", "not reached (the engine stopped first)"),
            "breaks": ("让引擎出错", "breaks the engine"), "unknown": ("—", "—")}
 
 
@@ -180,8 +185,10 @@ def summarize(choices: list[dict], report: dict, lang: str, timeout: float, memo
     ``equal``, one row per part, the difference, the culprit, the statistics of the standard run."""
     process = report.pop("process")
     loaded = report.get("parts", {})
-    assembled = report.get("assembled") or report.get("reference") or {}
+    assembled = report.get("assembled") or {}
     counts = assembled.get("counts", {})
+    reference_counts = (report.get("reference") or {}).get("counts", {})   # for the rows the engine's own version serves
+    stopped = any((m.get("difference") or {}).get("exception") for m in assembled.get("models", {}).values())
     culprit = report.get("culprit")
     blamed = set(culprit["exercises"]) if culprit else set()
     if report.get("stage") == "done":
@@ -197,8 +204,8 @@ def summarize(choices: list[dict], report: dict, lang: str, timeout: float, memo
             source, reason = "reference", "import_error"
             fields = {"error": f"{error.get('exception', '?')} ({error.get('where', '')})"}
         for path in choice["paths"]:
-            calls = counts.get(path)
-            result = ("unknown" if calls is None else "not_exercised" if calls == 0
+            calls = counts.get(path, reference_counts.get(path) if source == "reference" else None)
+            result = ("unknown" if calls is None else ("not_reached" if stopped else "not_exercised") if calls == 0
                       else "breaks" if choice["exercise"] in blamed and source == "yours"
                       else "ok" if status == "equal" else "unknown")
             rows.append({"exercise": choice["exercise"], "name": choice["name"], "part": path, "source": source,
@@ -296,8 +303,9 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
     if status in ("timeout", "crashed"):
         why = ("超过 {t:g} 秒的时间限制", "it ran past the {t:g} s limit") if status == "timeout" \
             else ("进程崩溃了", "the process crashed")
-        out.append(colour(_tr(lang, ("运行在「{stage}」阶段停止了：{why}", "The run stopped during stage {stage!r}: {why}"),
-                              stage=summary["stage"], why=_tr(lang, why, t=summary["timeout"])), "31"))
+        stage = _tr(lang, STAGES.get(summary["stage"], (summary["stage"],) * 2))
+        out.append(colour(_tr(lang, ("运行在「{stage}」这一步停下了：{why}", "The run stopped during {stage}: {why}"),
+                              stage=stage, why=_tr(lang, why, t=summary["timeout"])), "31"))
         if summary["where"]:
             out.append(_tr(lang, ("当时在你的代码里：", "It was in your code at:")) + "\n    "
                        + summary["where"].replace("\n", "\n    "))

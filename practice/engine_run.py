@@ -146,12 +146,14 @@ def counted(obj: Any, count: Callable[[], None]) -> tuple[Any, Callable[[], None
     """``obj`` counting its calls (a class: its instances), and how to undo that."""
     if isinstance(obj, type):
         had, original = "__init__" in obj.__dict__, obj.__init__
+        # object.__init__ refuses arguments once a class defines __init__ (a NamedTuple's come through __new__)
+        init = original if original is not object.__init__ else (lambda self, *args, **kwargs: None)
 
         @functools.wraps(original)
         def __init__(self, *args, **kwargs):
             if type(self) is obj:
                 count()
-            original(self, *args, **kwargs)
+            init(self, *args, **kwargs)
 
         obj.__init__ = __init__
         return obj, (lambda: setattr(obj, "__init__", original)) if had else (lambda: delattr(obj, "__init__"))

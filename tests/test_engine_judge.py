@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,13 @@ def test_installed_counts_calls_and_restores_everything():
     assert wrapped(3).n == 3 and made == [1]
     undo()
     Pool(4)
-    assert made == [1]
+    assert made == [1] and "__init__" in Pool.__dict__
+
+    Pair = typing.NamedTuple("Pair", [("a", int), ("b", int)])   # no __init__ of its own
+    wrapped, undo = engine_run.counted(Pair, lambda: made.append(2))
+    assert wrapped(1, b=2) == (1, 2) and made == [1, 2]
+    undo()
+    assert "__init__" not in Pair.__dict__
 
 
 def test_bisect_finds_the_culprit_or_the_combination():
