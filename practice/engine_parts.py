@@ -157,7 +157,8 @@ def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, me
     mine = {c["exercise"]: c for c in choices if c["source"] == "yours"}
     parts = [{"exercise": e.id, "paths": list(e.engine), "file": mine[e.id]["file"] if e.id in mine else None,
               "sha256": mine[e.id]["sha256"] if e.id in mine else None} for e in every]
-    env = sandbox.child_env()
+    env = {key: value for key, value in sandbox.child_env().items()   # the platform is chosen afresh, by the rules
+           if not key.startswith("MINI_PLATFORM") or key in ("MINI_PLATFORM_PRACTICE_DIR", "MINI_PLATFORM_LANG")}
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
                TOKENIZERS_PARALLELISM="false")
     with tempfile.TemporaryDirectory(prefix="mini-engine-spec-") as tmp:
