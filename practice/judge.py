@@ -15,7 +15,8 @@ Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing f
 for ``engine``: 0 when the assembled engine equals transformers, 1 when not, 2 on bad input.
 
 ``--json`` prints judge_core's verdict schema plus: exercise (id), file, exit_code (the child's),
-wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py).
+wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py); ``engine --json``
+prints engine_parts.summarize's result (status, equal, one row per part, difference, culprit).
 The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
 (git-ignored); judging another file records nothing.
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
