@@ -42,7 +42,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 import traceback
 import types
 from itertools import zip_longest
@@ -326,47 +325,47 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
     learner_files = {p["file"] for p in spec["parts"] if p.get("file")}
 
     save("transformers")
-    with tempfile.TemporaryDirectory(prefix="mini-engine-") as folder:
-        models = {arch: prepare_model(arch, folder) for arch in ARCHS}
-        expected = {arch: models[arch]["expected"] for arch in ARCHS}
+    # In the folder the sandbox gave this child (its working directory): removed even after a kill.
+    models = {arch: prepare_model(arch, os.getcwd()) for arch in ARCHS}
+    expected = {arch: models[arch]["expected"] for arch in ARCHS}
 
-        save("reference")
-        reference = run_engine(models, expected, reference_objects, learner_files, None)
+    save("reference")
+    reference = run_engine(models, expected, reference_objects, learner_files, None)
+    report["runs"] += 1
+    report["reference"] = reference
+    report["reference_equal"] = reference["equal"]
+    if not reference["equal"]:
+        report.update(equal=False, difference=first_model_difference(reference), culprit=None)
+        finish(report, save)
+    # The sampled row has no transformers counterpart: the all-reference engine's tokens stand in.
+    for arch in ARCHS:
+        expected[arch][str(SAMPLED_ROW)] = reference["models"][arch]["outputs"][str(SAMPLED_ROW)]
+
+    def assemble(ids: frozenset) -> dict:
+        objects = dict(reference_objects)
+        for exercise in ids:
+            objects.update(learner[exercise])
         report["runs"] += 1
-        report["reference"] = reference
-        report["reference_equal"] = reference["equal"]
-        if not reference["equal"]:
-            report.update(equal=False, difference=first_model_difference(reference), culprit=None)
-            finish(report, save)
-        # The sampled row has no transformers counterpart: the all-reference engine's tokens stand in.
-        for arch in ARCHS:
-            expected[arch][str(SAMPLED_ROW)] = reference["models"][arch]["outputs"][str(SAMPLED_ROW)]
+        return run_engine(models, expected, objects, learner_files, reference)
 
-        def assemble(ids: frozenset) -> dict:
-            objects = dict(reference_objects)
-            for exercise in ids:
-                objects.update(learner[exercise])
-            report["runs"] += 1
-            return run_engine(models, expected, objects, learner_files, reference)
+    save("assembled")
+    mine = sorted(learner)
+    assembled = assemble(frozenset(mine)) if mine else reference
+    report["assembled"] = assembled
+    report["equal"] = assembled["equal"]
+    report["difference"] = first_model_difference(assembled)
+    report["culprit"] = None
+    if not assembled["equal"]:
+        save("bisect")
+        memo = {frozenset(mine): report["difference"]}
 
-        save("assembled")
-        mine = sorted(learner)
-        assembled = assemble(frozenset(mine)) if mine else reference
-        report["assembled"] = assembled
-        report["equal"] = assembled["equal"]
-        report["difference"] = first_model_difference(assembled)
-        report["culprit"] = None
-        if not assembled["equal"]:
-            save("bisect")
-            memo = {frozenset(mine): report["difference"]}
+        def fails(ids: frozenset) -> dict | None:
+            if ids not in memo:
+                memo[ids] = first_model_difference(assemble(ids))
+            return memo[ids]
 
-            def fails(ids: frozenset) -> dict | None:
-                if ids not in memo:
-                    memo[ids] = first_model_difference(assemble(ids))
-                return memo[ids]
-
-            suspects, difference = bisect(mine, fails)
-            report["culprit"] = {"exercises": suspects, "alone": difference is not None, "difference": difference}
+        suspects, difference = bisect(mine, fails)
+        report["culprit"] = {"exercises": suspects, "alone": difference is not None, "difference": difference}
     finish(report, save)
 
 
