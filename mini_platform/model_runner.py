@@ -12,7 +12,9 @@ the next size and replayed; prefill, mixed and larger steps run eagerly. :func:`
 applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
 
 The scheduler's output is first flattened into a :class:`StepInput` of plain lists, which is also what a
-tensor-parallel executor sends to every worker process.
+tensor-parallel executor sends to every worker process: :func:`prepare_inputs` lays the tokens end to end
+and :func:`build_step_metadata` says where their K/V go. Both are looked up when called, so a learner's
+solutions of exercises 225 and 211 can stand in for them (``python practice/judge.py engine``).
 """
 from __future__ import annotations
 
@@ -89,18 +91,33 @@ def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: 
             "max_query_len": max((n for _, _, n in requests), default=0)}
 
 
+def prepare_inputs(scheduled: list[tuple[list[int], int, int]]) -> dict:
+    """The step's tokens from ``(token_ids, start, num_new)`` per request: ``input_ids`` and ``positions`` of
+    positions ``start .. start+num_new-1`` of every request, end to end, and ``logits_indices``, the last row
+    of each request whose step reaches its last token (it samples). Plain lists; the inputs are not
+    modified (exercise 225 stands in for it)."""
+    input_ids, positions, logits_indices = [], [], []
+    for i, (token_ids, start, num_new) in enumerate(scheduled):
+        if start < 0 or num_new < 1 or start + num_new > len(token_ids):
+            raise ValueError(f"request {i}: positions {start}..{start + num_new - 1} are not within its "
+                             f"{len(token_ids)} tokens (need start >= 0, num_new >= 1)")
+        input_ids += token_ids[start:start + num_new]
+        positions += range(start, start + num_new)
+        if start + num_new == len(token_ids):
+            logits_indices.append(len(input_ids) - 1)
+    return {"input_ids": input_ids, "positions": positions, "logits_indices": logits_indices}
+
+
 def step_input(batch: SchedulerOutput, kv: KVCacheManager) -> StepInput:
-    input_ids, positions, sample_rows = [], [], []
-    for s in batch.scheduled:
-        input_ids += s.request.all_token_ids[s.start:s.end]
-        positions += range(s.start, s.end)
-        if s.samples:
-            sample_rows.append(len(input_ids) - 1)
+    """Flatten the scheduler's output: the tokens with :func:`prepare_inputs`, where their K/V go and what
+    each request reads with :func:`build_step_metadata`."""
+    tokens = prepare_inputs([(s.request.all_token_ids, s.start, s.num_new_tokens) for s in batch.scheduled])
     meta = build_step_metadata([(kv.block_tables[s.request.request_id], s.start, s.num_new_tokens)
                                 for s in batch.scheduled], kv.block_size)
     starts = meta["query_start_loc"]
-    return StepInput(input_ids, positions, meta["slot_mapping"], meta["block_tables"], meta["seq_lens"],
-                     [b - a for a, b in zip(starts, starts[1:])], sample_rows, meta["max_query_len"])
+    return StepInput(tokens["input_ids"], tokens["positions"], meta["slot_mapping"], meta["block_tables"],
+                     meta["seq_lens"], [b - a for a, b in zip(starts, starts[1:])], tokens["logits_indices"],
+                     meta["max_query_len"])
 
 
 class ModelRunner:
