@@ -95,9 +95,11 @@ def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def block_hashes(token_ids: list[int], block_size: int) -> list[str]:
-    """The chained hash of each full block of ``token_ids``, in order (a trailing partial block has none)."""
-    hashes, parent = [], None
+def block_hashes(token_ids: list[int], block_size: int, parent_hash: str | None = None) -> list[str]:
+    """The chained hash of each full block of ``token_ids``, in order (a trailing partial block has none).
+    The chain continues from ``parent_hash``, the hash of the block just before ``token_ids`` (None: they
+    start the request)."""
+    hashes, parent = [], parent_hash
     for start in range(0, len(token_ids) - block_size + 1, block_size):
         parent = hash_block(parent, token_ids[start:start + block_size])
         hashes.append(parent)
@@ -134,7 +136,7 @@ class KVCacheManager:
         self.cached: dict[str, int] = {}                         # block hash -> block id
         self.block_hash: list[str | None] = [None] * num_blocks  # the cached content a block holds, if any
         self.block_tables: dict[str, list[int]] = {}
-        self.num_cached_blocks: dict[str, int] = {}              # leading blocks of a request already cached
+        self.hashes: dict[str, list[str]] = {}                   # hash chain of each request's full blocks
 
     # -- queries ------------------------------------------------------------------------------------
     @property
@@ -170,15 +172,16 @@ class KVCacheManager:
         revived = sum(1 for b in adopt if self.pool.ref_count(b) == 0)
         if need + revived > self.pool.num_free:
             return False
-        self.pool.share(adopt)
-        new = self.pool.allocate(need)
+        if adopt:
+            self.pool.share(adopt)
+        new = self.pool.allocate(need) if need else []
         for b in new:  # handed out again: whatever it cached is overwritten, so it leaves the prefix cache
             if self.block_hash[b] is not None:
                 del self.cached[self.block_hash[b]]
                 self.block_hash[b] = None
         if table is None:
             table = self.block_tables[request_id] = []
-            self.num_cached_blocks[request_id] = len(adopt)
+            self.hashes[request_id] = [self.block_hash[b] for b in adopt]
         table += adopt + new
         return True
 
@@ -186,19 +189,20 @@ class KVCacheManager:
         """Register the request's blocks that became full (their K/V written) in the prefix cache."""
         if not self.enable_prefix_caching:
             return
-        table, bs = self.block_tables[request_id], self.block_size
-        done, full = self.num_cached_blocks[request_id], num_computed_tokens // bs
+        table, hashes, bs = self.block_tables[request_id], self.hashes[request_id], self.block_size
+        done, full = len(hashes), num_computed_tokens // bs
         if full <= done:
             return
-        for i, h in enumerate(block_hashes(token_ids[:full * bs], bs)[done:], start=done):
+        new = block_hashes(token_ids[done * bs:full * bs], bs, hashes[-1] if hashes else None)
+        for i, h in enumerate(new, start=done):
             # Two requests that computed the same block in one step: the first copy stays the cached one.
             if h not in self.cached:
                 self.cached[h] = table[i]
                 self.block_hash[table[i]] = h
-        self.num_cached_blocks[request_id] = full
+        hashes += new
 
     def free(self, request_id: str) -> None:
         """Drop the request's references. Its last blocks are freed first, so they are evicted first
         (a prompt's head is the part other requests are most likely to share)."""
         self.pool.free(self.block_tables.pop(request_id, [])[::-1])
-        self.num_cached_blocks.pop(request_id, None)
+        self.hashes.pop(request_id, None)

@@ -197,6 +197,7 @@ def test_block_pool_queue_sharing_and_failures():
 def test_block_hashes_and_find_cached_prefix():
     h = block_hashes([1, 2, 3, 4, 5], 2)
     assert h == [hash_block(None, [1, 2]), hash_block(hash_block(None, [1, 2]), [3, 4])]
+    assert block_hashes([3, 4, 5], 2, parent_hash=h[0]) == h[1:]       # a chain continued where it stopped
     cached = {h[0]: 7, h[1]: 3}
     assert find_cached_prefix([1, 2, 3, 4, 5], 2, cached) == (4, [7, 3])
     assert find_cached_prefix([1, 2, 3, 4], 2, cached) == (2, [7])       # the last token is always computed
