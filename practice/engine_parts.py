@@ -296,8 +296,11 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
     if stats and all(stats.values()):
         per_model = "；".join if lang != "en" else "; ".join
         out.append(_tr(lang, ("标准运行：5 个请求（4 个共享前缀，1 个带停止 token，1 个带种子的采样），每步最多 16 个 token（分块预填充），"
-                              "14 个 KV 块；", "Standard run: 5 requests (4 share a prefix, 1 with a stop token, 1 seeded "
-                              "sampled), at most 16 tokens a step (chunked prefill), 14 KV blocks; "))
+                              "14 个 4 token 的 KV 块；llama/b8 是同一个 Llama 整段预填充（不分块）、最多 3 个请求、"
+                              "5 个 8 token 的块、上下文 24 个 token；", "Standard run: 5 requests (4 share a prefix, 1 with a stop "
+                              "token, 1 seeded sampled), at most 16 tokens a step (chunked prefill), 14 KV blocks of 4 "
+                              "tokens; llama/b8 is the same Llama with whole prompts (no chunking), at most 3 requests, 5 "
+                              "blocks of 8 tokens and a 24-token context; "))
                    + per_model(_tr(lang, ("{arch} {steps} 步、抢占 {preemptions} 次、前缀缓存命中 {prefix_hit_tokens} 个 token",
                                           "{arch}: {steps} steps, {preemptions} preemptions, {prefix_hit_tokens} "
                                           "prefix-cache hit tokens"), arch=arch, **s) for arch, s in stats.items()))

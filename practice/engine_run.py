@@ -12,8 +12,10 @@ The standard run, on each tiny checkpoint (a Llama and a Mixtral, written with f
 temporary folder by mini_platform.model.tiny): five requests through ``LLMEngine.add_request`` /
 ``step`` with fp32, the cpu kernel backend and eager execution, few KV blocks (preemption), a small
 token budget per step (chunked prefill), prompts sharing a prefix (prefix caching), a stop token
-and one seeded sampled request. The greedy rows must equal transformers' greedy generation; the
-sampled row must equal what the all-reference engine samples (transformers samples differently).
+and one seeded sampled request; then the Llama once more with whole prompts (WHOLE_PROMPT_OPTIONS).
+The greedy rows must equal transformers' greedy generation; the sampled row, every step's tokens and
+the statistics must equal the all-reference engine's (transformers samples differently, and an exact
+part changes no step).
 The platform is resolved afresh for every engine built, so platform-layer parts run too.
 
 The learner's files are only read: each is compiled from its bytes under its own path (tracebacks
@@ -30,7 +32,8 @@ The result (rewritten after each stage, so that a crash or a time-out still tell
      "runs": int}
 
 RUN = {"counts": {path: calls}, "models": {arch: {"equal", "difference", "stats", "steps"}}};
-DIFF = {"model", "step", "request", "expected", "got"} or {"model", "exception", "where"}.
+DIFF = {"model", "step", "request", "expected", "got", "same_tokens"} or {"model", "exception", "where"}
+(``same_tokens`` with ``expected_stats``/``got_stats`` when only the statistics differ).
 """
 from __future__ import annotations
 
@@ -58,6 +61,12 @@ MAX_STEPS = 400                  # an engine that has not finished by then is no
 ENGINE_OPTIONS = {"block_size": 4, "num_kv_blocks": 14, "max_num_seqs": 8, "max_num_batched_tokens": 16,
                   "enable_prefix_caching": True, "enable_chunked_prefill": True, "dtype": "float32",
                   "backend": "cpu", "device": "cpu", "enforce_eager": True}
+# The same Llama once more with whole prompts (no chunked prefill, so a long prompt at the head of the
+# queue holds the others back), three requests at a time, blocks of 8 and a context of 24 tokens (the
+# longer prompts finish by length): other kernel shapes, rules the first run never uses, preemption again.
+WHOLE_PROMPTS = "llama/b8"
+WHOLE_PROMPT_OPTIONS = {**ENGINE_OPTIONS, "block_size": 8, "num_kv_blocks": 5, "max_num_seqs": 3,
+                        "max_num_batched_tokens": 24, "enable_chunked_prefill": False, "max_model_len": 24}
 STOP_ROW, SAMPLED_ROW = 2, 3     # the request with a stop token; the seeded sampled one
 
 
@@ -108,6 +117,13 @@ def prepare_model(arch: str, folder: str) -> dict:
                                             ignore_eos=True)))
         expected[str(i)] = tokens
     return {"path": str(path), "rows": rows, "expected": expected}
+
+
+def whole_prompts(llama: dict) -> dict:
+    """The Llama run with WHOLE_PROMPT_OPTIONS: a request stops once prompt and output fill the context."""
+    room = WHOLE_PROMPT_OPTIONS["max_model_len"]
+    expected = {row: tokens[:room - len(llama["rows"][int(row)][0])] for row, tokens in llama["expected"].items()}
+    return {**llama, "expected": expected, "options": WHOLE_PROMPT_OPTIONS}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,7 +230,7 @@ def run_model(model: dict, learner_files: set[str]) -> dict:
     torch.manual_seed(0)
     steps: list[list] = []
     try:
-        engine = LLMEngine(model["path"], **ENGINE_OPTIONS)
+        engine = LLMEngine(model["path"], **model.get("options", ENGINE_OPTIONS))
         for i, (prompt, params) in enumerate(model["rows"]):
             engine.add_request(prompt, params, request_id=str(i))
         outputs = {}
@@ -336,7 +352,8 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
     save("transformers")
     # In the folder the sandbox gave this child (its working directory): removed even after a kill.
     models = {arch: prepare_model(arch, os.getcwd()) for arch in ARCHS}
-    expected = {arch: models[arch]["expected"] for arch in ARCHS}
+    models[WHOLE_PROMPTS] = whole_prompts(models["llama"])
+    expected = {name: dict(model["expected"]) for name, model in models.items()}
 
     save("reference")
     reference = run_engine(models, expected, reference_objects, learner_files, None)
@@ -347,8 +364,8 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
         report.update(equal=False, difference=first_model_difference(reference), culprit=None)
         finish(report, save)
     # The sampled row has no transformers counterpart: the all-reference engine's tokens stand in.
-    for arch in ARCHS:
-        expected[arch][str(SAMPLED_ROW)] = reference["models"][arch]["outputs"][str(SAMPLED_ROW)]
+    for name in models:
+        expected[name][str(SAMPLED_ROW)] = reference["models"][name]["outputs"][str(SAMPLED_ROW)]
 
     def assemble(ids: frozenset) -> dict:
         objects = dict(reference_objects)
