@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import re
 import sys
 import threading
 import urllib.request
@@ -227,3 +228,26 @@ def test_figures_get_alt_text_from_their_title_and_printed_source_is_highlighted
     html = build.render_notebook(nb)
     assert 'alt="Figure: Latency vs batch"' in html and 'alt="Figure drawn by the code above"' in html
     assert '<span class="k">def</span>' in html and "def is not code" in html
+
+
+def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
+    from practice.exercises import Exercise
+
+    def exercise(id_, requires, engine):
+        return Exercise(id=id_, slug=f"demo{id_}", path=tmp_path, title=f"题{id_}", title_en=f"Ex {id_}", chapter=2,
+                        difficulty="easy", requires=requires, timeout=10, body="", engine=engine)
+
+    exercises = [exercise(201, (), ("mini_platform.kv_cache.hash_block", "mini_platform.kv_cache.find_cached_prefix")),
+                 exercise(202, (), ()),
+                 exercise(203, ("torch",), ("mini_platform.ops.cpu.layernorm.rms_norm",))]
+    build.build_engine_page(tmp_path, build.templates(), exercises)
+    html = (tmp_path / "engine.html").read_text(encoding="utf-8")
+    rows = re.findall(r'<tr data-part="(\d+)">(.*?)</tr>', html, re.DOTALL)
+    assert [id_ for id_, _ in rows] == ["201", "203"]   # 202 declares no part
+    pure, torch = rows[0][1], rows[1][1]
+    assert "<code>mini_platform.kv_cache.hash_block</code><br><code>mini_platform.kv_cache.find_cached_prefix</code>" in pure
+    assert 'href="exercises/201.html"' in pure and "题201" in pure and "Ex 201" in pure
+    assert 'data-owner-for="201"' in pure and "python practice/judge.py 201" not in pure   # owner from progress
+    assert 'data-owner-for' not in torch and "<code>python practice/judge.py 203</code>" in torch
+    assert 'id="engine-command" data-testid="engine-command">python practice/judge.py engine<' in html
+    assert "python practice/judge.py engine --parts 201,203" in html
