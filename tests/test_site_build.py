@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import json
 import re
 import sys
 import threading
@@ -251,3 +252,42 @@ def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
     assert 'data-owner-for' not in torch and "<code>python practice/judge.py 203</code>" in torch
     assert 'id="engine-command" data-testid="engine-command">python practice/judge.py engine<' in html
     assert "python practice/judge.py engine --parts 201,203" in html
+
+
+def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_path, monkeypatch):
+    """site/web/src/browser_runner.py keeps pytest's assertion rewriting of a test file between runs
+    (run here under CPython): the second run rewrites nothing and gives the same verdict, tracebacks
+    and compared values included, pointing at the new run's file."""
+    from _pytest.assertion import rewrite
+
+    monkeypatch.syspath_prepend(str(ROOT / "site" / "web" / "src"))
+    monkeypatch.syspath_prepend(str(ROOT / "practice"))
+    monkeypatch.setattr(rewrite, "_rewrite_test", rewrite._rewrite_test)   # restored after the test
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    monkeypatch.delitem(sys.modules, "browser_runner", raising=False)
+    import browser_runner
+
+    monkeypatch.setattr(browser_runner, "INPUTS", tmp_path / "inputs")
+    monkeypatch.setattr(browser_runner, "RUNS", tmp_path / "runs")
+    test = ("from submission import f\n\ndef test_ok():\n    assert f(1) == 2\n\n"
+            "def test_wrong():\n    assert f(2) == [3, 4]\n\ndef test_raises():\n    f(None)\n")
+    submission = "def f(x):\n    return x + 1\n"
+    first = json.loads(browser_runner.run(test, submission))
+
+    def no_rewrite(*args):
+        raise AssertionError("rewritten again")
+
+    monkeypatch.setattr(browser_runner, "_rewrite_test", no_rewrite)
+    second = json.loads(browser_runner.run(test, submission))
+    for verdict in (first, second):
+        del verdict["verdict"]["duration"]
+        for t in verdict["verdict"]["tests"]:
+            t["duration"] = 0
+    assert first == second
+    tests = {t["name"]: t for t in second["verdict"]["tests"]}
+    assert [tests[n]["outcome"] for n in ("test_ok", "test_wrong", "test_raises")] == ["passed", "failed", "error"]
+    assert tests["test_wrong"]["compare"]["left"] == "3" and "test.py:7 in test_wrong" in tests["test_wrong"]["details"]
+    assert "test.py:10 in test_raises" in tests["test_raises"]["details"]
+    assert "submission.py:2 in f" in tests["test_raises"]["details"]
+    other = json.loads(browser_runner.run(test.replace("[3, 4]", "[3, 5]"), submission))   # new bytes: rewritten
+    assert other["verdict"]["status"] == "error" and "rewritten again" in json.dumps(other)
