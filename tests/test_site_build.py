@@ -256,8 +256,8 @@ def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
 
 def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_path, monkeypatch):
     """site/web/src/browser_runner.py keeps pytest's assertion rewriting of a test file between runs
-    (run here under CPython): the second run rewrites nothing and gives the same verdict, tracebacks
-    and compared values included, pointing at the new run's file."""
+    (run here under CPython): after prepare() or a first run, a run rewrites nothing and gives the same
+    verdict, tracebacks and compared values included, pointing at the new run's file."""
     from _pytest.assertion import rewrite
 
     monkeypatch.syspath_prepend(str(ROOT / "site" / "web" / "src"))
@@ -273,17 +273,20 @@ def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_p
             "def test_wrong():\n    assert f(2) == [3, 4]\n\ndef test_raises():\n    f(None)\n")
     submission = "def f(x):\n    return x + 1\n"
     first = json.loads(browser_runner.run(test, submission))
+    browser_runner._rewritten.clear()
+    browser_runner.prepare(test)   # as the worker does once it is ready
 
     def no_rewrite(*args):
         raise AssertionError("rewritten again")
 
     monkeypatch.setattr(browser_runner, "_rewrite_test", no_rewrite)
+    prepared = json.loads(browser_runner.run(test, submission))
     second = json.loads(browser_runner.run(test, submission))
-    for verdict in (first, second):
+    for verdict in (first, prepared, second):
         del verdict["verdict"]["duration"]
         for t in verdict["verdict"]["tests"]:
             t["duration"] = 0
-    assert first == second
+    assert first == prepared == second
     tests = {t["name"]: t for t in second["verdict"]["tests"]}
     assert [tests[n]["outcome"] for n in ("test_ok", "test_wrong", "test_raises")] == ["passed", "failed", "error"]
     assert tests["test_wrong"]["compare"]["left"] == "3" and "test.py:7 in test_wrong" in tests["test_wrong"]["details"]

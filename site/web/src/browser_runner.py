@@ -9,6 +9,7 @@ One thing is kept between runs: pytest's assertion rewriting of a test file, whi
 running most exercises' tests. The rewritten code depends only on the file's bytes (the pytest.ini
 ``run_tests`` writes is the same every time), so it is reused for the same bytes, with the file name
 of the new run directory put back into every code object (tracebacks point at the new file).
+:func:`prepare` rewrites the page's test file as soon as the worker is ready, before the first Run.
 """
 from __future__ import annotations
 
@@ -50,6 +51,21 @@ def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeTy
 
 
 rewrite._rewrite_test = _cached_rewrite_test
+
+
+def prepare(test_source: str) -> None:
+    """Rewrite ``test_source``'s assertions now, while the visitor reads, so that the first Run
+    reuses them. Without a config, pytest's rewriter differs only in never adding the assertion-pass
+    hook, which the judge's pytest.ini does not enable (checked here)."""
+    if "enable_assertion_pass_hook" in judge_core._PYTEST_INI:
+        return
+    folder = INPUTS / "prepared"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test.py").write_text(test_source, encoding="utf-8")
+    try:
+        _cached_rewrite_test(folder / "test.py", None)
+    except Exception:  # noqa: BLE001 - e.g. a SyntaxError: the run reports it
+        pass
 
 
 def warm_up() -> None:

@@ -1,5 +1,5 @@
 // The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
-// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes}
+// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes, test}
 //                                      {type: "run", id, test, code}
 // Messages out: {type: "progress", loaded, total} | {type: "ready", phases} | {type: "failed", error}
 //               | {type: "result", id, verdict, view | error}
@@ -89,6 +89,13 @@ self.onmessage = async ({ data }) => {
       self.postMessage({ type: "ready", phases: await start(data.interrupt, data.sizes) });
     } catch (err) {
       self.postMessage({ type: "failed", error: String(err && err.message ? err.message : err) });
+      return;
+    }
+    // A Run sent meanwhile waits for this, then finds the work done.
+    try {
+      if (data.test) runner.prepare(data.test);
+    } catch (err) {
+      console.warn(`preparing the tests: ${err}`); // only a head start: the first Run does it again
     }
   } else if (data.type === "run") {
     try {
