@@ -26,7 +26,7 @@ from typing import Sequence
 
 import torch
 
-from . import ops, platforms
+from . import ops, platforms, utils
 from .compilation.buffers import InputBuffers
 from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
 from .kv_cache import KVCacheManager, cdiv
@@ -34,7 +34,6 @@ from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
 from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
-from .utils import resolve_obj_by_qualname
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ class ModelRunner:
         c = model.config
         self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, model.num_kv_heads,
                                             c.head_dim, model.dtype, self.device)
-        attention_cls = resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
+        attention_cls = utils.resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
         self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []
         largest = self.capture_sizes[-1] if self.capture_sizes else 0
@@ -98,7 +97,7 @@ class ModelRunner:
                                     cdiv(max_len, block_size), self.device)
         self.graphs = None
         if self.capture_sizes:
-            self.graphs = resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
+            self.graphs = utils.resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
         self.graph_stats = GraphStats(list(self.capture_sizes))
 
     def _kernels(self) -> contextlib.AbstractContextManager:
@@ -170,7 +169,7 @@ def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:
     if backend == platform.kernel_backend:
         return platform.get_static_graph_wrapper_cls()
     owner = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "PLATFORM", None)
-    return resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
+    return utils.resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
 
 
 def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backend: str | None, *,
@@ -192,7 +191,7 @@ def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backen
         raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
                          f"for the {kernels!r} kernels; use enforce_eager=True")
     sizes = capture_sizes or default_capture_sizes(max_num_seqs, max_num_batched_tokens)
-    sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
+    sizes = utils.resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
     runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
                          **options)
     try:
