@@ -51,8 +51,12 @@ WHEELS = {
 # Python modules shipped into the browser's site-packages next to the wheels.
 RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", ROOT / "practice" / "render.py", WEB / "src" / "browser_runner.py")
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
+# From precompile.mjs: what a worker restoring the snapshot downloads (the zips without the modules the
+# snapshot has imported), and the whole site-packages for a start without it (see worker.js).
+RUNTIME_FILES = ("snapshot.bin", "stdlib.zip", "site-packages.zip", "site-packages-full.zip")
 DIFFICULTY = {"easy": ("简单", "easy"), "medium": ("中等", "medium"), "hard": ("困难", "hard")}
 JUDGE_COMMAND = "python practice/judge.py {id}"
+ENGINE_COMMAND = "python practice/judge.py engine"
 # Served precompressed (NAME.gz beside NAME) when the browser accepts gzip: see Handler and the README.
 COMPRESS = (".wasm", ".bin", ".zip", ".mjs", ".js", ".css", ".html", ".json")
 # Labels the pages' scripts share with the local judge (practice/render.py).
@@ -131,14 +135,25 @@ def build_runtime(out: Path, wheels: list[Path]) -> None:
              *map(str, RUNNER_MODULES)], WEB, "precompiling Python files")
     (out / "pyodide").mkdir(parents=True)
     for name in PYODIDE_FILES:
-        shutil.copy2(pyodide / name, out / "pyodide" / name)
-    shutil.copy2(compiled / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip")
+        copy_compressed(pyodide / name, out / "pyodide" / name, compiled)
+    copy_compressed(compiled / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip", compiled)
     # Only the interpreter's identity: no package list, so nothing can be fetched by name.
     lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     (out / "pyodide" / "pyodide-lock.json").write_text(json.dumps({"info": lock["info"], "packages": {}}))
     (out / "runtime").mkdir()
-    for name in ("site-packages.zip", "snapshot.bin"):
-        shutil.copy2(compiled / name, out / "runtime" / name)
+    for name in RUNTIME_FILES:
+        copy_compressed(compiled / name, out / "runtime" / name, compiled)
+
+
+def copy_compressed(source: Path, dest: Path, cache: Path) -> None:
+    """Copy ``source`` and its gzipped NAME.gz (see compress), which is made once into ``cache``."""
+    packed = cache / "gz" / (source.name + ".gz")
+    if not packed.is_file():
+        packed.parent.mkdir(exist_ok=True)
+        gzip_file(source, packed)
+    shutil.copy2(source, dest)
+    if packed.stat().st_size:   # empty: not worth compressing
+        shutil.copy2(packed, dest.with_name(dest.name + ".gz"))
 
 
 def build_assets(out: Path) -> None:
@@ -339,7 +354,7 @@ def highlight(code: str) -> str:
 
 
 def runtime_sizes(out: Path) -> dict:
-    return {name: (out / "runtime" / name).stat().st_size for name in ("site-packages.zip", "snapshot.bin")}
+    return {name: (out / "runtime" / name).stat().st_size for name in ("site-packages.zip", "snapshot.bin", "stdlib.zip")}
 
 
 def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[dict]) -> None:
@@ -367,6 +382,15 @@ def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[di
             solution=highlight(ex.file("solution.py").read_text(encoding="utf-8")), hints=hints,
             prev=exercises[i - 1] if i else None, next=following))
     log(f"{len(exercises)} exercise page(s), {sum(e.pure_python for e in exercises)} runnable in the browser")
+
+
+def build_engine_page(out: Path, env, exercises: list[Exercise]) -> None:
+    """engine.html: a row per exercise whose solution stands in for engine parts (``engine:`` in its
+    front matter); whose each part is comes from the visitor's progress (site.js)."""
+    parts = [e for e in exercises if e.engine]
+    write(out / "engine.html", env.get_template("engine.html.j2").render(root="", parts=parts,
+                                                                          engine_command=ENGINE_COMMAND))
+    log(f"engine page: {len(parts)} exercise(s) with engine parts")
 
 
 BROWSER_MODULES = set(sys.stdlib_module_names) | {"pytest", "submission"}
@@ -420,6 +444,7 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None
     build_exercises(out, env, exercises, chapters)
     write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
                                                                         exercises=exercises))
+    build_engine_page(out, env, exercises)
     check_self_contained(out)
     compress(out)
     log(f"built {out} in {time.perf_counter() - started:.1f} s")
@@ -428,17 +453,25 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None
 def compress(out: Path) -> None:
     """Write NAME.gz beside every file worth compressing (the server picks it when the browser
     accepts gzip); the uncompressed file stays for hosts that serve files as they are."""
-    import gzip
-
     before = after = 0
     for path in sorted(out.rglob("*")):
-        if path.is_file() and path.suffix in COMPRESS:
-            data = path.read_bytes()
-            packed = gzip.compress(data, compresslevel=9, mtime=0)
-            if len(packed) < len(data) * 0.9:
-                path.with_name(path.name + ".gz").write_bytes(packed)
-                before, after = before + len(data), after + len(packed)
+        packed = path.with_name(path.name + ".gz")
+        if path.is_file() and path.suffix in COMPRESS and not packed.exists():   # the runtime's came compressed
+            gzip_file(path, packed)
+            if packed.stat().st_size:
+                before, after = before + path.stat().st_size, after + packed.stat().st_size
+            else:
+                packed.unlink()
     log(f"precompressed {before / 1e6:.1f} MB into {after / 1e6:.1f} MB of .gz files")
+
+
+def gzip_file(source: Path, dest: Path) -> None:
+    """Write ``source`` gzipped to ``dest``, or an empty ``dest`` when that saves under 10 %."""
+    import gzip
+
+    data = source.read_bytes()
+    packed = gzip.compress(data, compresslevel=9, mtime=0)
+    dest.write_bytes(packed if len(packed) < len(data) * 0.9 else b"")
 
 
 # ---------------------------------------------------------------- serving

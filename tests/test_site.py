@@ -361,13 +361,50 @@ def test_hints_are_shown_one_at_a_time_and_remembered(session, base_url):
     assert hints.first.is_visible() and (hints.count() == 1 or not hints.nth(1).is_visible())
 
 
+def test_engine_page_lists_the_parts_and_whose_they_are(session, base_url):
+    """Home links to it; one row per exercise with ``engine:``; a pure-Python part is the visitor's
+    once this browser's progress says solved, a torch part points to the local judge."""
+    page, _ = session
+    page.goto(base_url)
+    page.click("[data-testid=engine-link]")
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/engine.html")
+    parts = [e for e in EXERCISES if e.engine]
+    rows = page.locator("[data-testid=engine-parts] tr[data-part]")
+    assert [int(r) for r in rows.evaluate_all("rows => rows.map(r => r.dataset.part)")] == [e.id for e in parts]
+    for ex in parts:
+        row = page.locator(f"tr[data-part='{ex.id}']")
+        assert row.locator("td.part").inner_text().split() == list(ex.engine)
+        assert row.locator("a").get_attribute("href") == f"exercises/{ex.id}.html"
+        if not ex.pure_python:
+            assert f"python practice/judge.py {ex.id}" in row.locator("td.whose").inner_text()
+    assert page.inner_text("[data-testid=engine-command]") == "python practice/judge.py engine"
+    # Whose a browser-judged part is. Until an exercise judged here declares a part, a row is added for one.
+    pure = next((e for e in parts if e.pure_python), None)
+    if pure is None:
+        pure = RUNNABLE[0]
+        page.evaluate("""id => document.querySelector('[data-testid=engine-parts] tbody').insertAdjacentHTML(
+            'beforeend', `<tr data-part="${id}"><td class="whose" data-owner-for="${id}"></td></tr>`)""", pure.id)
+        page.evaluate("document.dispatchEvent(new CustomEvent('mp:lang'))")   # the page redraws statuses
+    owner = page.locator(f"[data-owner-for='{pure.id}']")
+    assert owner.get_attribute("data-owner") == "reference" and owner.inner_text() == "参考实现"
+    summary = {"status": "accepted", "passed": 3, "total": 3, "at": 0}
+    page.evaluate("""([id, s]) => localStorage.setItem('mp:progress:' + id,
+        JSON.stringify({best: s, last: s, runs: 1, failedRuns: 0, hints: 0}))""", [pure.id, summary])
+    page.evaluate("document.dispatchEvent(new CustomEvent('mp:lang'))")
+    assert owner.get_attribute("data-owner") == "yours" and owner.inner_text() == "你的"
+    page.click("[data-testid=lang]")
+    assert owner.inner_text() == "yours"
+
+
 AXE = ROOT / "site" / "web" / "node_modules" / "axe-core" / "axe.min.js"
 
 
 def page_kinds(site_dir) -> dict:
     chapters = sorted((site_dir / "chapters").glob("*.html"))
     return {"index": "index.html", "chapter": f"chapters/{chapters[0].name}",
-            "exercise": f"exercises/{RUNNABLE[0].id}.html", "local exercise": f"exercises/{LOCAL_ONLY[0].id}.html"}
+            "exercise": f"exercises/{RUNNABLE[0].id}.html", "local exercise": f"exercises/{LOCAL_ONLY[0].id}.html",
+            "engine": "engine.html"}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

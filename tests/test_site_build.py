@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import json
+import re
 import sys
 import threading
 import urllib.request
@@ -227,3 +229,68 @@ def test_figures_get_alt_text_from_their_title_and_printed_source_is_highlighted
     html = build.render_notebook(nb)
     assert 'alt="Figure: Latency vs batch"' in html and 'alt="Figure drawn by the code above"' in html
     assert '<span class="k">def</span>' in html and "def is not code" in html
+
+
+def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
+    from practice.exercises import Exercise
+
+    def exercise(id_, requires, engine):
+        return Exercise(id=id_, slug=f"demo{id_}", path=tmp_path, title=f"题{id_}", title_en=f"Ex {id_}", chapter=2,
+                        difficulty="easy", requires=requires, timeout=10, body="", engine=engine)
+
+    exercises = [exercise(201, (), ("mini_platform.kv_cache.hash_block", "mini_platform.kv_cache.find_cached_prefix")),
+                 exercise(202, (), ()),
+                 exercise(203, ("torch",), ("mini_platform.ops.cpu.layernorm.rms_norm",))]
+    build.build_engine_page(tmp_path, build.templates(), exercises)
+    html = (tmp_path / "engine.html").read_text(encoding="utf-8")
+    rows = re.findall(r'<tr data-part="(\d+)">(.*?)</tr>', html, re.DOTALL)
+    assert [id_ for id_, _ in rows] == ["201", "203"]   # 202 declares no part
+    pure, torch = rows[0][1], rows[1][1]
+    assert "<code>mini_platform.kv_cache.hash_block</code><br><code>mini_platform.kv_cache.find_cached_prefix</code>" in pure
+    assert 'href="exercises/201.html"' in pure and "题201" in pure and "Ex 201" in pure
+    assert 'data-owner-for="201"' in pure and "python practice/judge.py 201" not in pure   # owner from progress
+    assert 'data-owner-for' not in torch and "<code>python practice/judge.py 203</code>" in torch
+    assert 'id="engine-command" data-testid="engine-command">python practice/judge.py engine<' in html
+    assert "python practice/judge.py engine --parts 201,203" in html
+
+
+def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_path, monkeypatch):
+    """site/web/src/browser_runner.py keeps pytest's assertion rewriting of a test file between runs
+    (run here under CPython): after prepare() or a first run, a run rewrites nothing and gives the same
+    verdict, tracebacks and compared values included, pointing at the new run's file."""
+    from _pytest.assertion import rewrite
+
+    monkeypatch.syspath_prepend(str(ROOT / "site" / "web" / "src"))
+    monkeypatch.syspath_prepend(str(ROOT / "practice"))
+    monkeypatch.setattr(rewrite, "_rewrite_test", rewrite._rewrite_test)   # restored after the test
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    monkeypatch.delitem(sys.modules, "browser_runner", raising=False)
+    import browser_runner
+
+    monkeypatch.setattr(browser_runner, "INPUTS", tmp_path / "inputs")
+    monkeypatch.setattr(browser_runner, "RUNS", tmp_path / "runs")
+    test = ("from submission import f\n\ndef test_ok():\n    assert f(1) == 2\n\n"
+            "def test_wrong():\n    assert f(2) == [3, 4]\n\ndef test_raises():\n    f(None)\n")
+    submission = "def f(x):\n    return x + 1\n"
+    first = json.loads(browser_runner.run(test, submission))
+    browser_runner._rewritten.clear()
+    browser_runner.prepare(test)   # as the worker does once it is ready
+
+    def no_rewrite(*args):
+        raise AssertionError("rewritten again")
+
+    monkeypatch.setattr(browser_runner, "_rewrite_test", no_rewrite)
+    prepared = json.loads(browser_runner.run(test, submission))
+    second = json.loads(browser_runner.run(test, submission))
+    for verdict in (first, prepared, second):
+        del verdict["verdict"]["duration"]
+        for t in verdict["verdict"]["tests"]:
+            t["duration"] = 0
+    assert first == prepared == second
+    tests = {t["name"]: t for t in second["verdict"]["tests"]}
+    assert [tests[n]["outcome"] for n in ("test_ok", "test_wrong", "test_raises")] == ["passed", "failed", "error"]
+    assert tests["test_wrong"]["compare"]["left"] == "3" and "test.py:7 in test_wrong" in tests["test_wrong"]["details"]
+    assert "test.py:10 in test_raises" in tests["test_raises"]["details"]
+    assert "submission.py:2 in f" in tests["test_raises"]["details"]
+    other = json.loads(browser_runner.run(test.replace("[3, 4]", "[3, 5]"), submission))   # new bytes: rewritten
+    assert other["verdict"]["status"] == "error" and "rewritten again" in json.dumps(other)

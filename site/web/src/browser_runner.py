@@ -4,19 +4,68 @@ The worker calls :func:`run` once per click on Run. The verdict comes from ``jud
 the same function the local judge's child process calls; it gives every run a fresh directory and
 forgets the modules the previous run imported, so one long-lived interpreter serves many runs. The
 page shows ``render.view`` of it, the presentation the local judge prints.
+
+One thing is kept between runs: pytest's assertion rewriting of a test file, which costs more than
+running most exercises' tests. The rewritten code depends only on the file's bytes (the pytest.ini
+``run_tests`` writes is the same every time), so it is reused for the same bytes, with the file name
+of the new run directory put back into every code object (tracebacks point at the new file).
+:func:`prepare` rewrites the page's test file as soon as the worker is ready, before the first Run.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
+import types
 from pathlib import Path
 
 import judge_core
 import render
+from _pytest.assertion import rewrite
 
 INPUTS = Path("/tmp/inputs")
 RUNS = Path("/tmp/runs")
+REWRITTEN_KEPT = 8   # test files whose rewritten code is kept (a page judges one; the cache stays small)
 sys.dont_write_bytecode = True
+_rewritten: dict[bytes, types.CodeType] = {}
+_rewrite_test = rewrite._rewrite_test
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code objects nested in it, with ``co_filename`` set to ``filename``."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeType]:
+    """pytest's ``_rewrite_test``, remembering the result per source bytes."""
+    source = fn.read_bytes()
+    code = _rewritten.get(source)
+    if code is None:
+        stat, code = _rewrite_test(fn, config)
+        while len(_rewritten) >= REWRITTEN_KEPT:
+            del _rewritten[next(iter(_rewritten))]
+        _rewritten[source] = code
+        return stat, code
+    return os.stat(fn), _renamed(code, str(fn))
+
+
+rewrite._rewrite_test = _cached_rewrite_test
+
+
+def prepare(test_source: str) -> None:
+    """Rewrite ``test_source``'s assertions now, while the visitor reads, so that the first Run
+    reuses them. Without a config, pytest's rewriter differs only in never adding the assertion-pass
+    hook, which the judge's pytest.ini does not enable (checked here)."""
+    if "enable_assertion_pass_hook" in judge_core._PYTEST_INI:
+        return
+    folder = INPUTS / "prepared"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test.py").write_text(test_source, encoding="utf-8")
+    try:
+        _cached_rewrite_test(folder / "test.py", None)
+    except Exception:  # noqa: BLE001 - e.g. a SyntaxError: the run reports it
+        pass
 
 
 def warm_up() -> None:

@@ -159,7 +159,10 @@ function main() {
   });
   window.mpEditor = view;
 
-  const runner = window.mpRunner; // started by runner.js before this bundle was even parsed
+  // Started by runner.js (async), almost always before this bundle runs; should it come later, wait for it.
+  const runnerReady = window.mpRunner
+    ? Promise.resolve(window.mpRunner)
+    : new Promise((resolve) => document.addEventListener("mp:runner", () => resolve(window.mpRunner), { once: true }));
 
   async function runTests() {
     if (running) return;
@@ -171,6 +174,7 @@ function main() {
     box.dataset.status = "running";
     box.replaceChildren(el("strong", {}, bilingual(statusPair("running"))));
     const clicked = performance.now();
+    const runner = await runnerReady;
     const reply = await runner.run(data.test, view.state.doc.toString(), data.timeout * 1000);
     const shown = toView(reply, data.timeout);
     window.mpTimings.verdicts.push(performance.now());
@@ -189,7 +193,7 @@ function main() {
   }
 
   runButton.addEventListener("click", runTests);
-  stopButton.addEventListener("click", () => runner.stop());
+  stopButton.addEventListener("click", () => window.mpRunner?.stop());
   // Ctrl/Cmd+Enter runs from anywhere on the page, the editor included.
   document.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

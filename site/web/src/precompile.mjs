@@ -1,14 +1,22 @@
 // Build step run under Node: byte-compile Pyodide's standard library and the runner's Python files
-// with Pyodide's own interpreter (so the .pyc magic number is exactly the browser's), and write
-//   <out>/python_stdlib.zip   the standard library as sourceless .pyc (replaces the .py-only zip)
-//   <out>/site-packages.zip   pytest and its dependencies (unpacked wheels) plus the extra modules
-//   <out>/snapshot.bin        the interpreter's memory after loading those two and one warm-up run of
-//                             browser_runner, so that a browser worker starts by restoring it instead of
-//                             importing everything again (the file system is not in it: the worker
-//                             still mounts the same two zips)
+// with Pyodide's own interpreter (so the .pyc magic number is exactly the browser's), snapshot a
+// warmed-up interpreter, and write
+//   <out>/python_stdlib.zip       the whole standard library as sourceless .pyc (replaces the .py-only zip)
+//   <out>/site-packages-full.zip  pytest and its dependencies (unpacked wheels) plus the extra modules
+//   <out>/snapshot.bin            the interpreter's memory after loading those two and one warm-up run of
+//                                 browser_runner, so that a browser worker starts by restoring it instead of
+//                                 importing everything again
+//   <out>/stdlib.zip, <out>/site-packages.zip
+//                                 the same two without the files of the modules the snapshot has already
+//                                 imported (they are in its memory, and nothing here imports them again):
+//                                 what a worker that restores the snapshot downloads. The file system is
+//                                 not in the snapshot; the full zips serve a start without it. Of pygments,
+//                                 which pytest only uses to colour a terminal, no module is left in them.
+// The zips are stored, not deflated: the build gzips each whole file, which compresses better.
 // Usage: node precompile.mjs <pyodide dir> <out dir> <wheel or .py file>...
 import { loadPyodide } from "pyodide";
 import { resolve } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
 
 const [pyodideDir, outDir, ...inputs] = process.argv.slice(2).map((p) => resolve(p));
 if (!pyodideDir || !outDir) {
@@ -29,7 +37,7 @@ def pyc(source, filename):
 
 def repack(entries, dest, prefix):
     """entries: (name, bytes) pairs; .py files become sourceless .pyc next to where they were."""
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as out:
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as out:
         for name, data in entries:
             if name.endswith(".py"):
                 try:
@@ -49,11 +57,10 @@ for path in inputs:
             site += [(n, z.read(n)) for n in z.namelist() if not n.endswith("/")]
     else:
         site.append((os.path.basename(path), open(path, "rb").read()))
-repack(site, "/out/site-packages.zip", "/lib/python%d.%d/site-packages/" % sys.version_info[:2])
+repack(site, "/out/site-packages-full.zip", "/lib/python%d.%d/site-packages/" % sys.version_info[:2])
 `);
 
-// A fresh interpreter on exactly the files the browser will get, warmed up, then snapshotted.
-const { readFileSync, writeFileSync } = await import("node:fs");
+// A fresh interpreter on exactly the files a start without the snapshot gets, warmed up, then snapshotted.
 const warm = await loadPyodide({
   indexURL: pyodideDir + "/",
   stdLibURL: outDir + "/python_stdlib.zip",
@@ -62,7 +69,37 @@ const warm = await loadPyodide({
   _makeSnapshot: true,
 });
 const sitePackages = warm.runPython("import site; site.getsitepackages()[0]");
-warm.unpackArchive(new Uint8Array(readFileSync(outDir + "/site-packages.zip")), "zip", { extractDir: sitePackages });
+warm.unpackArchive(new Uint8Array(readFileSync(outDir + "/site-packages-full.zip")), "zip", { extractDir: sitePackages });
 warm.pyimport("browser_runner").warm_up();
+// Which files the imported modules came from; then forget the standard library zip's table of
+// contents, so that the restored interpreter reads the table of the smaller zip it is given.
+const imported = warm.runPython(`
+import sys, zipimport
+files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+zipimport._zip_directory_cache.clear()
+sorted(f for f in files if isinstance(f, str))
+`).toJs();
 writeFileSync(outDir + "/snapshot.bin", warm.makeMemorySnapshot());
-console.log(`precompiled the standard library and ${inputs.length} inputs into ${outDir}, with a warm snapshot`);
+
+py.globals.set("imported", imported);
+py.globals.set("site_dir", sitePackages);
+const left = py.runPython(`
+# pytest imports pygments as it starts (those modules are in the snapshot) and uses it only to colour
+# terminal output, which the runner never asks for: the rest of pygments (its many lexers) is not needed.
+UNUSED = ("pygments/",)
+
+def without_imported(src, dest, prefix):
+    def needed(name):
+        return prefix + name not in imported_set and not (name.startswith(UNUSED) and name.endswith(".pyc"))
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as out:
+        kept = [i for i in z.infolist() if needed(i.filename)]
+        for info in kept:
+            out.writestr(info, z.read(info))
+    return len(z.infolist()) - len(kept)
+
+imported_set = set(imported)
+[without_imported("/out/python_stdlib.zip", "/out/stdlib.zip", stdlib + "/"),
+ without_imported("/out/site-packages-full.zip", "/out/site-packages.zip", site_dir + "/")]
+`).toJs();
+console.log(`precompiled the standard library and ${inputs.length} inputs into ${outDir}, with a warm snapshot; ` +
+            `${left[0]} + ${left[1]} files of modules it imported are left out of the zips it starts with`);

@@ -1,8 +1,9 @@
 // The exercise runner's page side: one Web Worker (worker.js) at a time. A run past its limit, or
 // one the visitor stops, is interrupted through Pyodide's interrupt buffer when the page is
 // cross-origin isolated; if that does not answer, or the page is not isolated, the worker is
-// terminated and a fresh one started. This small script runs before the editor bundle so that
-// Python starts loading at once; it leaves the runner in window.mpRunner and the timings in
+// terminated and a fresh one started. This small script is loaded async, so that Python starts
+// loading as soon as it arrives, before the page is parsed or the editor bundle runs; it leaves the
+// runner in window.mpRunner (and says so with an "mp:runner" event on document) and the timings in
 // window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict) and
 // phases (the last worker's start-up, ms).
 const START_LIMIT_MS = 60000; // a worker that is not ready by then counts as failed
@@ -56,7 +57,7 @@ class Runner {
       () => this.onState("ready"),
       (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime });
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime, test: data.test });
   }
 
   restart() {
@@ -102,14 +103,24 @@ class Runner {
   }
 }
 
-const indicator = document.querySelector("[data-testid=runner]");
-const percent = indicator.querySelector("[data-percent]");
-window.mpRunner = new Runner((state, detail = {}) => {
+let latest = ["loading", {}]; // the runner's state, shown once the indicator has been parsed
+function show(state, detail = {}) {
+  latest = [state, detail];
+  const indicator = document.querySelector("[data-testid=runner]");
+  if (!indicator) return;
   indicator.dataset.state = state;
   if (state === "loading") {
+    const percent = indicator.querySelector("[data-percent]");
     percent.textContent = detail.total ? ` ${Math.min(100, Math.round((100 * detail.loaded) / detail.total))}%` : "";
   }
   const why = indicator.querySelector("[data-error]");
   if (why) why.textContent = state === "failed" ? detail.error || "" : "";
-});
-document.querySelector("[data-testid=retry]")?.addEventListener("click", () => window.mpRunner.restart());
+}
+window.mpRunner = new Runner(show);
+document.dispatchEvent(new Event("mp:runner"));
+function whenParsed() {
+  show(...latest);
+  document.querySelector("[data-testid=retry]")?.addEventListener("click", () => window.mpRunner.restart());
+}
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", whenParsed);
+else whenParsed();

@@ -103,6 +103,11 @@ export function showStatuses() {
       cell.title = when(shown.at);
     }
   }
+  for (const cell of document.querySelectorAll("[data-owner-for]")) { // the "your engine" page
+    const yours = solved(cell.dataset.ownerFor);
+    cell.dataset.owner = yours ? "yours" : "reference";
+    cell.replaceChildren(bilingual(yours ? { zh: "你的", en: "yours" } : { zh: "参考实现", en: "reference" }));
+  }
   for (const box of document.querySelectorAll("[data-progress]")) {
     const ids = box.dataset.progress.split(" ").filter(Boolean);
     const done = ids.filter(solved).length;

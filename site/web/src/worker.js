@@ -1,5 +1,5 @@
 // The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
-// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes}
+// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes, test}
 //                                      {type: "run", id, test, code}
 // Messages out: {type: "progress", loaded, total} | {type: "ready", phases} | {type: "failed", error}
 //               | {type: "result", id, verdict, view | error}
@@ -55,20 +55,26 @@ async function start(interrupt, sizes) {
   // The snapshot already holds pytest and the judge imported and warmed up (see precompile.mjs).
   // Should it be missing or refused, start from scratch: slower, but the same interpreter.
   // packageBaseUrl: Pyodide's default for fetching packages is its CDN; point it at our own files too.
+  // With the snapshot, the zips leave out the modules it has already imported (precompile.mjs); without
+  // it, the whole standard library (Pyodide's default stdLibURL) and site-packages are fetched.
   const options = { indexURL: pyodideURL, packageBaseUrl: pyodideURL, packages: [] };
   let py;
-  let fresh = false;
+  let files = sitePackages;
   try {
-    py = await failFast(loadPyodide({ ...options, _loadSnapshot: snapshot }));
+    py = await failFast(loadPyodide({ ...options, stdLibURL: runtimeURL("stdlib.zip"), _loadSnapshot: snapshot }));
   } catch (err) {
     console.warn(`starting Python without the snapshot: ${err}`);
+    files = fetch(runtimeURL("site-packages-full.zip")).then((r) => {
+      if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
+      return r.arrayBuffer();
+    });
     py = await failFast(loadPyodide(options));
-    fresh = true;
   }
+  const fresh = files !== sitePackages;
   mark(fresh ? "load" : "restore", t0);
   const t1 = performance.now();
   const sitePackagesDir = py.runPython("import site; site.getsitepackages()[0]");
-  py.unpackArchive(await sitePackages, "zip", { extractDir: sitePackagesDir });
+  py.unpackArchive(await files, "zip", { extractDir: sitePackagesDir });
   if (interrupt) py.setInterruptBuffer(new Uint8Array(interrupt));
   runner = py.pyimport("browser_runner");
   if (fresh) runner.warm_up();
@@ -83,6 +89,13 @@ self.onmessage = async ({ data }) => {
       self.postMessage({ type: "ready", phases: await start(data.interrupt, data.sizes) });
     } catch (err) {
       self.postMessage({ type: "failed", error: String(err && err.message ? err.message : err) });
+      return;
+    }
+    // A Run sent meanwhile waits for this, then finds the work done.
+    try {
+      if (data.test) runner.prepare(data.test);
+    } catch (err) {
+      console.warn(`preparing the tests: ${err}`); // only a head start: the first Run does it again
     }
   } else if (data.type === "run") {
     try {
