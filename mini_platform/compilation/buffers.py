@@ -9,11 +9,20 @@ columns past the step's longest row keep earlier values: valid block ids, never 
 """
 from __future__ import annotations
 
+import itertools
+from array import array
+
 import torch
 
 from ..model.paged_attention import AttentionMetadata
 
 PAD_SLOT_ID = -1
+
+
+def host_tensor(values: list[int]) -> torch.Tensor:
+    """An int64 CPU tensor of ``values``, made through an ``array``: ``torch.tensor`` on a list converts
+    element by element, several times slower, and a step makes one of these every time."""
+    return torch.frombuffer(array("q", values), dtype=torch.int64) if values else torch.zeros(0, dtype=torch.int64)
 
 
 class InputBuffers:
@@ -47,24 +56,21 @@ class InputBuffers:
         if num_tokens - t != num_seqs - b or num_tokens < t:
             raise ValueError(f"padding must add one token per padding request: {t} -> {num_tokens} tokens, "
                              f"{b} -> {num_seqs} requests")
-        if any(len(row) > width for row in block_tables):
+        used = max(map(len, block_tables), default=1)  # O(B x longest row), not O(B x max_blocks_per_seq)
+        if used > width:
             raise ValueError(f"a block table has more than max_blocks_per_seq={width} blocks")
         pad_t, pad_b = num_tokens - t, num_seqs - b
-        starts = [0]
-        for n in query_lens + [1] * pad_b:
-            starts.append(starts[-1] + n)
-
-        def put(buffer: torch.Tensor, values: list) -> None:
-            buffer[:len(values)].copy_(torch.tensor(values, dtype=buffer.dtype), non_blocking=True)
-
-        put(self.input_ids, input_ids + [0] * pad_t)
-        put(self.positions, positions + [0] * pad_t)
-        put(self.slot_mapping, slots + [PAD_SLOT_ID] * pad_t)
-        put(self.seq_lens, seq_lens + [0] * pad_b)
-        put(self.query_start_loc, starts)
-        used = max(map(len, block_tables), default=1)  # O(B x longest row), not O(B x max_blocks_per_seq)
         rows = [row + [0] * (used - len(row)) for row in block_tables] + [[0] * used] * pad_b
-        self.block_tables[:num_seqs, :used].copy_(torch.tensor(rows, dtype=torch.int32), non_blocking=True)
+        targets = [(self.input_ids[:num_tokens], input_ids + [0] * pad_t),
+                   (self.positions[:num_tokens], positions + [0] * pad_t),
+                   (self.slot_mapping[:num_tokens], slots + [PAD_SLOT_ID] * pad_t),
+                   (self.seq_lens[:num_seqs], seq_lens + [0] * pad_b),
+                   (self.query_start_loc[:num_seqs + 1], list(itertools.accumulate(query_lens + [1] * pad_b, initial=0))),
+                   (self.block_tables[:num_seqs, :used], list(itertools.chain.from_iterable(rows)))]
+        # Every value in one host tensor, then one copy per buffer.
+        values = host_tensor(list(itertools.chain.from_iterable(v for _, v in targets)))
+        for (buffer, _), chunk in zip(targets, values.split([len(v) for _, v in targets])):
+            buffer.copy_(chunk.view(buffer.shape), non_blocking=True)
 
     def metadata(self, num_tokens: int, num_seqs: int, max_query_len: int) -> AttentionMetadata:
         """Views of the first ``num_tokens`` tokens and ``num_seqs`` requests."""

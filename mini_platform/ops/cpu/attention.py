@@ -60,7 +60,10 @@ def _check_values(query: torch.Tensor, block_size: int, block_tables: torch.Tens
         raise ValueError(f"query_start_loc must start at 0 and end at most at num_tokens={query.shape[0]}, "
                          f"got {query_start_loc}")
     capacity = block_tables.shape[1] * block_size
-    for b, seq_len in enumerate(seq_lens):
+    bounds = zip(query_start_loc, query_start_loc[1:], seq_lens)
+    if all(0 <= end - start <= seq_len <= capacity for start, end, seq_len in bounds):
+        return
+    for b, seq_len in enumerate(seq_lens):  # name the first bad request
         q_len = query_start_loc[b + 1] - query_start_loc[b]
         if not 0 <= q_len <= seq_len <= capacity:
             raise ValueError(f"request {b}: need 0 <= query length ({q_len}) <= seq_len ({seq_len}) <= "
@@ -148,19 +151,16 @@ def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tab
 
 
 def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                    block_tables: torch.Tensor, rows: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
-                    scale: float) -> torch.Tensor:
-    """Requests with one query each (row ``rows[b]``, the last position): it sees every written key.
+                    block_tables: torch.Tensor, seq_lens: torch.Tensor, max_len: int, scale: float) -> torch.Tensor:
+    """Requests with one query each (``query`` ``[B, nh, hd]``, the last position): it sees every written key.
     Returns their outputs ``[B, nh, hd]`` in the query's dtype.
 
     Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
     ``nh // nkv`` queries against it, so K/V are never repeated per head."""
     k, v, written = _gather_padded(key_cache, value_cache, block_tables, seq_lens, max_len)
-    num_kv_heads = k.shape[2]
-    q = query[rows].float().unflatten(1, (num_kv_heads, -1))                       # [B, nkv, nh // nkv, hd]
-    bias = torch.zeros(written.shape, device=q.device).masked_fill_(~written, float("-inf"))   # additive mask
-    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias[:, None, None],
-                                            scale=scale)
+    q = query.float().unflatten(1, (k.shape[2], -1))                                # [B, nkv, nh // nkv, hd]
+    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2),
+                                            attn_mask=written[:, None, None], scale=scale)
     return result.flatten(1, 2).to(query.dtype)
 
 
@@ -197,12 +197,11 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
     if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
-        return _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
-                               seq_lens.long(), max(lens), scale)
+        return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
     out = torch.zeros_like(query)
     if decodes:
         rows = torch.tensor([starts[b] for b in decodes], device=query.device)
-        out[rows] = _attend_decodes(query, key_cache, value_cache, block_tables[decodes], rows,
+        out[rows] = _attend_decodes(query[rows], key_cache, value_cache, block_tables[decodes],
                                     torch.tensor([lens[b] for b in decodes], device=query.device),
                                     max(lens[b] for b in decodes), scale)
     prompts = [b for b, n in enumerate(q_lens) if n > 1]
