@@ -90,11 +90,14 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
                          f"[num_blocks, block_size, {key.shape[1]}, {key.shape[2]}] to hold key {tuple(key.shape)}")
     num_blocks, block_size = key_cache.shape[:2]
     slots = slot_mapping.long()
-    keep = slots >= 0
-    if not bool(keep.all()):
+    if not slots.numel():
+        return
+    low, high = (int(x) for x in slots.aminmax())
+    if high >= num_blocks * block_size:
+        raise ValueError(f"slot {high} is outside the cache ({num_blocks} blocks x {block_size} slots)")
+    if low < 0:
+        keep = slots >= 0
         slots, key, value = slots[keep], key[keep], value[keep]
-    if slots.numel() and int(slots.max()) >= num_blocks * block_size:
-        raise ValueError(f"slot {int(slots.max())} is outside the cache ({num_blocks} blocks x {block_size} slots)")
     blocks, offsets = slots // block_size, slots % block_size
     key_cache.index_put_((blocks, offsets), key.to(key_cache.dtype))
     value_cache.index_put_((blocks, offsets), value.to(value_cache.dtype))
@@ -138,16 +141,19 @@ def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tab
     """K and V of several requests gathered slot by slot into fp32 ``[B, max_len, nkv, hd]``, and the mask
     ``[B, max_len]`` of the positions each request has written (``< seq_len``).
 
-    Positions past a request's ``seq_len`` read its last written slot again: slots never written (the rest of
-    its last block, unused block-table entries) may hold anything, NaN included, which a mask alone lets through.
+    Positions past a request's ``seq_len`` read its last written slot again, never their own: slots never written
+    (the rest of its last block) may hold anything, NaN included, which a mask alone lets through, and unused
+    block-table entries may not even be block ids. Every request given here has ``seq_len >= 1``.
     """
     block_size = key_cache.shape[1]
-    positions = torch.arange(max_len, device=key_cache.device)[None, :]
-    clamped = torch.minimum(positions, seq_lens[:, None] - 1)                                    # [B, L]
-    slots = block_tables.long().gather(1, clamped // block_size) * block_size + clamped % block_size
-    k, v = (cache.flatten(0, 1).index_select(0, slots.flatten()).unflatten(0, slots.shape).float()
+    num_blocks = -(-max_len // block_size)
+    offsets = torch.arange(block_size, device=key_cache.device)
+    slots = (block_tables[:, :num_blocks].long()[:, :, None] * block_size + offsets).flatten(1)[:, :max_len]
+    written = torch.arange(max_len, device=key_cache.device) < seq_lens[:, None]              # [B, L]
+    slots = torch.where(written, slots, slots.gather(1, seq_lens[:, None].long() - 1)).flatten()
+    k, v = (cache.flatten(0, 1).index_select(0, slots).unflatten(0, written.shape).float()
             for cache in (key_cache, value_cache))
-    return k, v, positions < seq_lens[:, None]
+    return k, v, written
 
 
 def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
