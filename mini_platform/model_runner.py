@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from . import ops, platforms
-from .compilation.buffers import InputBuffers
+from .compilation.buffers import InputBuffers, host_tensor
 from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
@@ -161,7 +161,10 @@ class ModelRunner:
             hidden = self.graphs.replay(graph_size, metadata)
             self.graph_stats.num_graph_steps += 1
             self.graph_stats.num_padded_tokens += graph_size - len(step.seq_lens)
-        return self.model.compute_logits(hidden[torch.tensor(step.sample_rows, dtype=torch.long, device=self.device)])
+        rows = step.sample_rows
+        if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
+            return self.model.compute_logits(hidden[:len(rows)])
+        return self.model.compute_logits(hidden[host_tensor(rows).to(self.device)])
 
 
 def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:

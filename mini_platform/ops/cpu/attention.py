@@ -18,6 +18,8 @@ graph is being captured, the two decode-step kernels take a fixed-shape form ins
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 
@@ -55,7 +57,7 @@ def check_attention_args(query: torch.Tensor, key_cache: torch.Tensor, value_cac
 
 
 def _check_values(query: torch.Tensor, block_size: int, block_tables: torch.Tensor,
-                  query_start_loc: list[int], seq_lens: list[int]) -> None:
+                  query_start_loc: Sequence[int], seq_lens: list[int]) -> None:
     if query_start_loc[0] != 0 or query_start_loc[-1] > query.shape[0]:
         raise ValueError(f"query_start_loc must start at 0 and end at most at num_tokens={query.shape[0]}, "
                          f"got {query_start_loc}")
@@ -227,11 +229,16 @@ def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch
 
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
-    """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+    """One query per sequence: the mixed-batch case where every request has exactly one query token
+    (checked as :func:`paged_attention` checks it, then run as one decode batch)."""
     if is_capturing():
         return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
-    return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
-                           seq_lens, scale)
+    check_attention_args(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens), seq_lens)
+    lens = seq_lens.tolist()
+    _check_values(query, key_cache.shape[1], block_tables, range(len(lens) + 1), lens)
+    if not lens:
+        return torch.zeros_like(query)
+    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
 
 
 # -- fixed-shape forms for graph capture ------------------------------------------------------------------
