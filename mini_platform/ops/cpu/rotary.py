@@ -25,18 +25,16 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
             is_neox_style: bool) -> torch.Tensor:
     """Rotate the first ``rot_dim`` dims of every head of ``x`` ``[T, n*head_size]``; cos/sin ``[T, rot_dim/2]``."""
     rot_dim = 2 * cos.shape[-1]
-    heads = x.float().view(x.shape[0], x.shape[1] // head_size, head_size)
-    rot, rest = heads[..., :rot_dim], heads[..., rot_dim:]
-    cos, sin = cos[:, None, :], sin[:, None, :]
+    heads = x.float().unflatten(-1, (-1, head_size))
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    rot, rest = heads.split([rot_dim, head_size - rot_dim], dim=-1)  # partial rotary: `rest` passes through
     if is_neox_style:
         x1, x2 = rot.chunk(2, dim=-1)
         rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
     else:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
         rotated = torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
-    if rest.shape[-1]:  # partial rotary: the last head_size - rot_dim dims pass through
-        rotated = torch.cat((rotated, rest), dim=-1)
-    return rotated.reshape(x.shape).to(x.dtype)
+    return torch.cat((rotated, rest), dim=-1).flatten(-2).to(x.dtype)
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
