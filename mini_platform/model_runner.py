@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from . import ops, platforms
-from .compilation.buffers import InputBuffers, host_tensor
+from .compilation.buffers import InputBuffers
 from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
@@ -164,7 +164,7 @@ class ModelRunner:
         rows = step.sample_rows
         if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
             return self.model.compute_logits(hidden[:len(rows)])
-        return self.model.compute_logits(hidden[host_tensor(rows).to(self.device)])
+        return self.model.compute_logits(hidden[torch.tensor(rows, dtype=torch.long, device=self.device)])
 
 
 def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:

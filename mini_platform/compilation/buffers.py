@@ -10,19 +10,12 @@ columns past the step's longest row keep earlier values: valid block ids, never 
 from __future__ import annotations
 
 import itertools
-from array import array
 
 import torch
 
 from ..model.paged_attention import AttentionMetadata
 
 PAD_SLOT_ID = -1
-
-
-def host_tensor(values: list[int]) -> torch.Tensor:
-    """An int64 CPU tensor of ``values``, made through an ``array``: ``torch.tensor`` on a list converts
-    element by element, several times slower."""
-    return torch.frombuffer(array("q", values), dtype=torch.int64) if values else torch.zeros(0, dtype=torch.int64)
 
 
 class InputBuffers:
