@@ -2,43 +2,126 @@
 
 The KV cache tensors (per layer, K and V each ``[num_blocks, block_size, num_kv_heads, head_dim]``,
 see :func:`mini_platform.model.paged_attention.allocate_kv_caches`) are cut into fixed-size blocks.
-This module owns the block pool and never touches the tensors:
+This module owns the bookkeeping and never touches the tensors:
 
 - a **block table** per request lists its blocks in token order, so token ``i`` lives in
   ``table[i // block_size]`` at offset ``i % block_size``; its **slot** is ``block * block_size + offset``;
-- **reference counts** let several requests share one block (a common prompt prefix);
+- a :class:`BlockPool` hands blocks out from the front of one free queue and counts references, so
+  several requests can share a block (a common prompt prefix);
 - **prefix caching**: a full block is named by a hash chained over everything before it
-  (``hash(parent_hash, block_token_ids)``), so equal hashes mean equal prefixes and a later request
-  can adopt the cached blocks instead of recomputing them;
-- blocks nobody references go back to the pool. Blocks holding cached content wait in an LRU list
-  and are **evicted only when no empty block is left**, least recently used first.
+  (:func:`hash_block`, :func:`block_hashes`), so equal hashes mean equal prefixes and a later request
+  adopts the cached blocks (:func:`find_cached_prefix`) instead of recomputing them;
+- a freed block keeps its cached content while it waits in the free queue, where a later request can
+  still hit it; it is **evicted when the pool hands it out again**. Requests free their blocks tail
+  first, so the free queue's order is the eviction order: least recently used first, and a prompt's
+  head (the part most likely to be shared) after its tail. This is vLLM V1's design.
 
 Allocation that cannot be satisfied returns ``False`` and changes nothing: the scheduler decides
 what to do (wait, or preempt a request). Pure Python, no torch.
+
+The module-level functions and :class:`BlockPool` are looked up when called, so a learner's solution
+of exercises 210 and 212 can stand in for them (``python practice/judge.py engine``).
 """
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict, deque
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
 from typing import Sequence
 
 
-def hash_block(parent_hash: str | None, token_ids: Sequence[int]) -> str:
+class NoFreeBlocksError(RuntimeError):
+    """Not enough free blocks for an allocation."""
+
+
+class BlockPool:
+    """Blocks ``0 .. num_blocks-1`` with reference counts and one free queue, in id order at first.
+
+    ``allocate`` takes blocks from the front of the queue, ``free`` appends the blocks whose count
+    drops to 0 at the back, and ``share`` adds references, taking a free block out of the queue (its
+    contents are still valid: a prefix-cache hit). Failed calls raise and change nothing.
+    """
+
+    def __init__(self, num_blocks: int) -> None:
+        self.counts = [0] * num_blocks
+        self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))  # first = front
+
+    @property
+    def num_free(self) -> int:
+        return len(self.free_queue)
+
+    def ref_count(self, block: int) -> int:
+        self._check_id(block)
+        return self.counts[block]
+
+    def allocate(self, n: int) -> list[int]:
+        if n < 0:
+            raise ValueError(f"cannot allocate {n} blocks; n must be >= 0")
+        if n > len(self.free_queue):
+            raise NoFreeBlocksError(f"need {n} blocks, only {len(self.free_queue)} free")
+        blocks = [self.free_queue.popitem(last=False)[0] for _ in range(n)]
+        for b in blocks:
+            self.counts[b] = 1
+        return blocks
+
+    def share(self, blocks: list[int]) -> None:
+        for b in blocks:
+            self._check_id(b)
+        for b in blocks:
+            if self.counts[b] == 0:
+                del self.free_queue[b]
+            self.counts[b] += 1
+
+    def free(self, blocks: list[int]) -> None:
+        times = Counter(blocks)
+        for b, k in times.items():
+            self._check_id(b)
+            if k > self.counts[b]:
+                raise ValueError(f"block {b} freed {k} times but its reference count is {self.counts[b]}")
+        last = {b: i for i, b in enumerate(blocks)}
+        for b, k in times.items():
+            self.counts[b] -= k
+        for b in sorted(last, key=last.get):
+            if self.counts[b] == 0:
+                self.free_queue[b] = None
+
+    def _check_id(self, block: int) -> None:
+        if not 0 <= block < len(self.counts):
+            raise ValueError(f"block {block} is not in this pool (ids 0..{len(self.counts) - 1})")
+
+
+def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
     """Hash of one full block, chained on the hash of the block before it (None for the first block)."""
     text = f"{parent_hash or ''}|{','.join(map(str, token_ids))}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def block_hashes(token_ids: list[int], block_size: int, parent_hash: str | None = None) -> list[str]:
+    """The chained hash of each full block of ``token_ids``, in order (a trailing partial block has none).
+    The chain continues from ``parent_hash``, the hash of the block just before ``token_ids`` (None: they
+    start the request)."""
+    hashes, parent = [], parent_hash
+    for start in range(0, len(token_ids) - block_size + 1, block_size):
+        parent = hash_block(parent, token_ids[start:start + block_size])
+        hashes.append(parent)
+    return hashes
+
+
+def find_cached_prefix(token_ids: list[int], block_size: int, cached: dict[str, int]) -> tuple[int, list[int]]:
+    """``(tokens hit, block ids)`` of the longest cached prefix, looked up block by block until the first miss.
+
+    At least one token is always left to compute (its logits give the next token), so only blocks lying
+    entirely within ``token_ids[:-1]`` can hit: a prompt that is entirely cached recomputes its last block.
+    """
+    hit = []
+    for h in block_hashes(token_ids[:-1], block_size):
+        if h not in cached:
+            break
+        hit.append(cached[h])
+    return len(hit) * block_size, hit
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-@dataclass
-class Block:
-    block_id: int
-    ref_count: int = 0
-    block_hash: str | None = None  # set once the block is full and registered in the prefix cache
 
 
 class KVCacheManager:
@@ -49,38 +132,26 @@ class KVCacheManager:
             raise ValueError(f"num_blocks and block_size must be >= 1, got {num_blocks} and {block_size}")
         self.num_blocks, self.block_size = num_blocks, block_size
         self.enable_prefix_caching = enable_prefix_caching
-        self.blocks = [Block(i) for i in range(num_blocks)]
-        self.empty: deque[int] = deque(range(num_blocks))      # ref 0, no cached content
-        self.evictable: OrderedDict[int, None] = OrderedDict()  # ref 0, cached content; first = least recent
-        self.cached: dict[str, int] = {}                        # block hash -> block id
+        self.pool = BlockPool(num_blocks)
+        self.cached: dict[str, int] = {}                         # block hash -> block id
+        self.block_hash: list[str | None] = [None] * num_blocks  # the cached content a block holds, if any
         self.block_tables: dict[str, list[int]] = {}
-        self.block_hashes: dict[str, list[str]] = {}            # hash chain of each request's full blocks
+        self.hashes: dict[str, list[str]] = {}                   # hash chain of each request's full blocks
 
     # -- queries ------------------------------------------------------------------------------------
     @property
     def num_free_blocks(self) -> int:
-        """Blocks an allocation may take: empty ones plus cached ones nobody references."""
-        return len(self.empty) + len(self.evictable)
+        """Blocks an allocation may take: every block nobody references, cached content or not."""
+        return self.pool.num_free
 
     def blocks_needed(self, num_tokens: int) -> int:
         return cdiv(num_tokens, self.block_size)
 
     def lookup_prefix(self, token_ids: Sequence[int]) -> list[int]:
-        """Blocks holding the longest cached prefix of ``token_ids``, in order. Changes nothing.
-
-        At least one token is always left to compute (its logits give the next token), so a prompt
-        that is entirely cached still recomputes its last block.
-        """
+        """Blocks holding the longest cached prefix of ``token_ids``, in order. Changes nothing."""
         if not self.enable_prefix_caching:
             return []
-        hit, parent = [], None
-        for i in range((len(token_ids) - 1) // self.block_size):
-            parent = hash_block(parent, token_ids[i * self.block_size:(i + 1) * self.block_size])
-            block_id = self.cached.get(parent)
-            if block_id is None:
-                break
-            hit.append(block_id)
-        return hit
+        return find_cached_prefix(token_ids, self.block_size, self.cached)[1]
 
     def slot_mapping(self, request_id: str, start: int, end: int) -> list[int]:
         """Cache slots (``block * block_size + offset``) of the request's tokens ``start..end-1``."""
@@ -96,58 +167,42 @@ class KVCacheManager:
         """
         table = self.block_tables.get(request_id)
         adopt = list(prefix_blocks) if table is None else []
-        have = (len(table) if table else 0) + len(adopt)
-        need = max(self.blocks_needed(num_tokens) - have, 0)
-        # An adopted block that nobody references sits in `evictable`: taking it uses up a free block.
-        revived = sum(1 for b in adopt if self.blocks[b].ref_count == 0)
-        if need + revived > self.num_free_blocks:
+        need = max(self.blocks_needed(num_tokens) - len(table or ()) - len(adopt), 0)
+        # An adopted block that nobody references waits in the free queue: taking it uses up a free block.
+        revived = sum(1 for b in adopt if self.pool.ref_count(b) == 0)
+        if need + revived > self.pool.num_free:
             return False
+        if adopt:
+            self.pool.share(adopt)
+        new = self.pool.allocate(need) if need else []
+        for b in new:  # handed out again: whatever it cached is overwritten, so it leaves the prefix cache
+            if self.block_hash[b] is not None:
+                del self.cached[self.block_hash[b]]
+                self.block_hash[b] = None
         if table is None:
             table = self.block_tables[request_id] = []
-            self.block_hashes[request_id] = []
-        for b in adopt:
-            block = self.blocks[b]
-            if block.ref_count == 0:
-                del self.evictable[b]
-            block.ref_count += 1
-            table.append(b)
-            self.block_hashes[request_id].append(block.block_hash)
-        table.extend(self._take_free_block() for _ in range(need))
+            self.hashes[request_id] = [self.block_hash[b] for b in adopt]
+        table += adopt + new
         return True
 
     def cache_full_blocks(self, request_id: str, token_ids: Sequence[int], num_computed_tokens: int) -> None:
         """Register the request's blocks that became full (their K/V written) in the prefix cache."""
         if not self.enable_prefix_caching:
             return
-        table, hashes, bs = self.block_tables[request_id], self.block_hashes[request_id], self.block_size
-        for i in range(len(hashes), num_computed_tokens // bs):
-            h = hash_block(hashes[-1] if hashes else None, token_ids[i * bs:(i + 1) * bs])
-            hashes.append(h)
-            block = self.blocks[table[i]]
+        table, hashes, bs = self.block_tables[request_id], self.hashes[request_id], self.block_size
+        done, full = len(hashes), num_computed_tokens // bs
+        if full <= done:
+            return
+        new = block_hashes(token_ids[done * bs:full * bs], bs, hashes[-1] if hashes else None)
+        for i, h in enumerate(new, start=done):
             # Two requests that computed the same block in one step: the first copy stays the cached one.
             if h not in self.cached:
-                block.block_hash = h
-                self.cached[h] = block.block_id
+                self.cached[h] = table[i]
+                self.block_hash[table[i]] = h
+        hashes += new
 
     def free(self, request_id: str) -> None:
         """Drop the request's references. Its last blocks are freed first, so they are evicted first
         (a prompt's head is the part other requests are most likely to share)."""
-        for b in reversed(self.block_tables.pop(request_id, [])):
-            block = self.blocks[b]
-            block.ref_count -= 1
-            if block.ref_count == 0:
-                if block.block_hash is None:
-                    self.empty.append(b)
-                else:
-                    self.evictable[b] = None
-        self.block_hashes.pop(request_id, None)
-
-    def _take_free_block(self) -> int:
-        if self.empty:
-            b = self.empty.popleft()
-        else:  # no empty block left: evict the least recently used cached one
-            b, _ = self.evictable.popitem(last=False)
-            del self.cached[self.blocks[b].block_hash]
-            self.blocks[b].block_hash = None
-        self.blocks[b].ref_count = 1
-        return b
+        self.pool.free(self.block_tables.pop(request_id, [])[::-1])
+        self.hashes.pop(request_id, None)

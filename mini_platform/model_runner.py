@@ -12,7 +12,9 @@ the next size and replayed; prefill, mixed and larger steps run eagerly. :func:`
 applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
 
 The scheduler's output is first flattened into a :class:`StepInput` of plain lists, which is also what a
-tensor-parallel executor sends to every worker process.
+tensor-parallel executor sends to every worker process: :func:`prepare_inputs` lays the tokens end to end
+and :func:`build_step_metadata` says where their K/V go. Both are looked up when called, so a learner's
+solutions of exercises 225 and 211 can stand in for them (``python practice/judge.py engine``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from typing import Sequence
 
 import torch
 
-from . import ops, platforms
+from . import ops, platforms, utils
 from .compilation.buffers import InputBuffers
 from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
 from .kv_cache import KVCacheManager, cdiv
@@ -34,7 +36,6 @@ from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
 from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
-from .utils import resolve_obj_by_qualname
 
 logger = logging.getLogger(__name__)
 
@@ -56,25 +57,61 @@ class StepInput:
     input_ids: list[int]
     positions: list[int]
     slot_mapping: list[int]
-    block_tables: list[list[int]]
+    block_tables: list[list[int]]  # padded with 0 to the longest row
     seq_lens: list[int]     # each request's KV length after the step
     query_lens: list[int]   # each request's new tokens in the step
     sample_rows: list[int]  # the last row of each request that samples
+    max_query_len: int      # the most new tokens of any request
+
+
+def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: int) -> dict:
+    """One step's attention metadata from ``(block_table, num_computed, num_new)`` per request: the
+    ``slot_mapping`` of the new tokens, ``query_start_loc``, ``seq_lens`` (``num_computed + num_new``),
+    ``block_tables`` padded with 0 to the longest, and ``max_query_len``. Plain lists, unpadded (the input
+    buffers pad a graph step); the inputs are not modified (exercise 211 stands in for it)."""
+    slot_mapping, query_start_loc, seq_lens = [], [0], []
+    for i, (table, computed, new) in enumerate(requests):
+        if computed < 0 or new < 1:
+            raise ValueError(f"request {i}: need num_computed >= 0 and num_new >= 1, got {computed} and {new}")
+        if computed + new > len(table) * block_size:
+            raise ValueError(f"request {i}: {len(table)} blocks of {block_size} tokens cannot hold "
+                             f"{computed + new} tokens; allocate its blocks first")
+        slot_mapping += [table[p // block_size] * block_size + p % block_size for p in range(computed, computed + new)]
+        query_start_loc.append(query_start_loc[-1] + new)
+        seq_lens.append(computed + new)
+    width = max((len(t) for t, _, _ in requests), default=0)
+    return {"slot_mapping": slot_mapping, "query_start_loc": query_start_loc, "seq_lens": seq_lens,
+            "block_tables": [list(t) + [0] * (width - len(t)) for t, _, _ in requests],
+            "max_query_len": max((n for _, _, n in requests), default=0)}
+
+
+def prepare_inputs(scheduled: list[tuple[list[int], int, int]]) -> dict:
+    """The step's tokens from ``(token_ids, start, num_new)`` per request: ``input_ids`` and ``positions`` of
+    positions ``start .. start+num_new-1`` of every request, end to end, and ``logits_indices``, the last row
+    of each request whose step reaches its last token (it samples). Plain lists; the inputs are not
+    modified (exercise 225 stands in for it)."""
+    input_ids, positions, logits_indices = [], [], []
+    for i, (token_ids, start, num_new) in enumerate(scheduled):
+        if start < 0 or num_new < 1 or start + num_new > len(token_ids):
+            raise ValueError(f"request {i}: positions {start}..{start + num_new - 1} are not within its "
+                             f"{len(token_ids)} tokens (need start >= 0, num_new >= 1)")
+        input_ids += token_ids[start:start + num_new]
+        positions += range(start, start + num_new)
+        if start + num_new == len(token_ids):
+            logits_indices.append(len(input_ids) - 1)
+    return {"input_ids": input_ids, "positions": positions, "logits_indices": logits_indices}
 
 
 def step_input(batch: SchedulerOutput, kv: KVCacheManager) -> StepInput:
-    step = StepInput([], [], [], [], [], [], [])
-    for s in batch.scheduled:
-        rid = s.request.request_id
-        step.input_ids += s.request.all_token_ids[s.start:s.end]
-        step.positions += range(s.start, s.end)
-        step.slot_mapping += kv.slot_mapping(rid, s.start, s.end)
-        step.block_tables.append(kv.block_tables[rid])
-        step.query_lens.append(s.num_new_tokens)
-        step.seq_lens.append(s.end)
-        if s.samples:
-            step.sample_rows.append(len(step.input_ids) - 1)
-    return step
+    """Flatten the scheduler's output: the tokens with :func:`prepare_inputs`, where their K/V go and what
+    each request reads with :func:`build_step_metadata`."""
+    tokens = prepare_inputs([(s.request.all_token_ids, s.start, s.num_new_tokens) for s in batch.scheduled])
+    meta = build_step_metadata([(kv.block_tables[s.request.request_id], s.start, s.num_new_tokens)
+                                for s in batch.scheduled], kv.block_size)
+    starts = meta["query_start_loc"]
+    return StepInput(tokens["input_ids"], tokens["positions"], meta["slot_mapping"], meta["block_tables"],
+                     meta["seq_lens"], [b - a for a, b in zip(starts, starts[1:])], tokens["logits_indices"],
+                     meta["max_query_len"])
 
 
 class ModelRunner:
@@ -89,7 +126,7 @@ class ModelRunner:
         c = model.config
         self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, model.num_kv_heads,
                                             c.head_dim, model.dtype, self.device)
-        attention_cls = resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
+        attention_cls = utils.resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
         self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []
         largest = self.capture_sizes[-1] if self.capture_sizes else 0
@@ -98,7 +135,7 @@ class ModelRunner:
                                     cdiv(max_len, block_size), self.device)
         self.graphs = None
         if self.capture_sizes:
-            self.graphs = resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
+            self.graphs = utils.resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
         self.graph_stats = GraphStats(list(self.capture_sizes))
 
     def _kernels(self) -> contextlib.AbstractContextManager:
@@ -141,7 +178,7 @@ class ModelRunner:
         num_tokens = len(step.input_ids) + num_seqs - len(step.seq_lens)
         self.buffers.fill(step.input_ids, step.positions, step.slot_mapping, step.block_tables, step.seq_lens,
                           step.query_lens, num_tokens, num_seqs)
-        metadata = self.buffers.metadata(num_tokens, num_seqs, max(step.query_lens))
+        metadata = self.buffers.metadata(num_tokens, num_seqs, step.max_query_len)
         return self.buffers.input_ids[:num_tokens], self.buffers.positions[:num_tokens], metadata
 
     def execute(self, batch: SchedulerOutput, kv: KVCacheManager) -> torch.Tensor:
@@ -173,7 +210,7 @@ def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:
     if backend == platform.kernel_backend:
         return platform.get_static_graph_wrapper_cls()
     owner = getattr(importlib.import_module(ops.BACKEND_PACKAGES[backend]), "PLATFORM", None)
-    return resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
+    return utils.resolve_obj_by_qualname(owner).get_static_graph_wrapper_cls() if owner else None
 
 
 def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backend: str | None, *,
@@ -195,7 +232,7 @@ def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backen
         raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
                          f"for the {kernels!r} kernels; use enforce_eager=True")
     sizes = capture_sizes or default_capture_sizes(max_num_seqs, max_num_batched_tokens)
-    sizes = resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
+    sizes = utils.resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
     runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
                          **options)
     try:

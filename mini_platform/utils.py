@@ -6,10 +6,14 @@ from typing import Any
 
 
 def resolve_obj_by_qualname(qualname: str) -> Any:
-    """Import ``"package.module.Name"`` and return ``Name``, with an error that names what is missing."""
-    module_name, _, attr = qualname.rpartition(".")
-    if not module_name:
+    """Import ``"package.module.Name"`` and return ``Name``, with an error that names what is missing.
+
+    Callers look it up as ``utils.resolve_obj_by_qualname`` at call time, so a replacement set on this
+    module (exercise 183's solution, run by ``practice/judge.py engine``) takes effect at once."""
+    parts = qualname.split(".") if isinstance(qualname, str) else []
+    if len(parts) < 2 or not all(part.isidentifier() for part in parts):
         raise ValueError(f"{qualname!r} is not a qualified name of the form 'package.module.Name'")
+    module_name, _, attr = qualname.rpartition(".")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -2,6 +2,7 @@
 
     python practice/judge.py 180 [FILE]    judge the workspace file (created from the starter) or FILE
     python practice/judge.py list | show ID | hint ID | solution ID | doctor | check [IDS] | reset ID
+    python practice/judge.py engine [--parts 194,213]   the engine with your accepted parts (engine_parts.py)
 
 This file is the command line. Each judgement runs in an isolated child process (practice/sandbox.py:
 limits, process groups, strays, the verdict read only from a token-stamped result file); the
@@ -10,10 +11,12 @@ verdict is printed by practice/render.py, the renderer the site's browser runner
 
 Statuses: those of judge_core (accepted, wrong_answer, error, syntax_error, import_error,
 memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` and ``crashed`` (sandbox.py).
-Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing file, bad exercise).
+Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing file, bad exercise);
+for ``engine``: 0 when the assembled engine equals transformers, 1 when not, 2 on bad input.
 
 ``--json`` prints judge_core's verdict schema plus: exercise (id), file, exit_code (the child's),
-wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py).
+wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py); ``engine --json``
+prints engine_parts.summarize's result (status, equal, one row per part, difference, culprit).
 The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
 (git-ignored); judging another file records nothing.
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
@@ -22,6 +25,7 @@ folder of exercises, with its own workspace and state; used by the tests).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -31,10 +35,11 @@ from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
+import engine_parts  # noqa: E402
 import exercises  # noqa: E402
 import render  # noqa: E402
 from exercises import Exercise, ExerciseError  # noqa: E402
-from progress import Progress, solved  # noqa: E402
+from progress import Progress, file_digest, solved  # noqa: E402
 from sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
@@ -98,11 +103,12 @@ def cmd_judge(args) -> int:
             print(tr(f"已从起始代码创建 {_display(file)}：在这个文件里写你的答案，然后再运行这条命令。\n",
                      f"Created {_display(file)} from the starter: write your answer there, then run this command again.\n"))
     timeout = args.timeout if args.timeout is not None else exercise.timeout
+    digest = file_digest(file)   # of what is judged, even if the file is saved again meanwhile
     verdict = run_isolated(exercise, file, timeout, args.memory or memory_limit_mb(exercise), LANG)
     verdict.update(exercise=exercise.id, file=str(file))
     entry = None
     if file.resolve() == PROGRESS.workspace_file(exercise).resolve():   # progress is the workspace's verdict only
-        entry = PROGRESS.record(exercise, verdict, file)
+        entry = PROGRESS.record(exercise, verdict, file, digest)
     if args.json:
         print(json.dumps(verdict, ensure_ascii=False, indent=1))
         return 0 if verdict["status"] == "accepted" else 1
@@ -129,8 +135,6 @@ def cmd_judge(args) -> int:
 
 
 def _missing_requirements(exercise: Exercise) -> list[str]:
-    import importlib.util
-
     return [name for name in exercise.requires if importlib.util.find_spec(name) is None]
 
 
@@ -281,7 +285,6 @@ def cmd_reset(args) -> int:
 
 def cmd_doctor(args) -> int:
     import importlib.metadata
-    import importlib.util
     import platform
 
     def version(dist: str) -> str | None:
@@ -332,6 +335,29 @@ def cmd_doctor(args) -> int:
         print(tr("缺少 pytest：pip install -r requirements.txt", "pytest is missing: pip install -r requirements.txt"))
         return 1
     return 0
+
+
+def cmd_engine(args) -> int:
+    every = engine_parts.engine_exercises(ROOT)
+    selected = engine_parts.select(args.parts, every, ROOT)
+    if not every:
+        raise UsageError("没有练习声明引擎部件（problem.md 里的 engine:）。", "no exercise declares engine parts (engine: in problem.md).")
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"judge.py engine 需要 {', '.join(missing)}：pip install -r requirements.txt",
+                         f"judge.py engine needs {', '.join(missing)}: pip install -r requirements.txt")
+    timeout = args.timeout or engine_parts.TIMEOUT
+    memory = args.memory or engine_parts.MEMORY_MB
+    choices = engine_parts.choose(selected, PROGRESS, LANG)
+    report = engine_parts.run(choices, every, timeout, memory)
+    summary = engine_parts.summarize(choices, report, LANG, timeout, memory)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print(engine_parts.text(summary, LANG, Style(sys.stdout)))
+        print(tr(f"用时 {summary['wall_time']:.1f} 秒，引擎运行了 {summary['runs']} 遍。",
+                 f"{summary['wall_time']:.1f} s, {summary['runs']} engine runs."))
+    return 0 if summary["equal"] else 1
 
 
 def check_exercise(exercise: Exercise) -> dict:
@@ -432,6 +458,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
     elif command == "solution":
         parser.add_argument("id")
         parser.add_argument("--yes", action="store_true", help="show it even before acceptance / 未通过也显示")
+    elif command == "engine":
+        parser.add_argument("--parts", help="only these exercises may be yours, e.g. 194,213 / 只用这些练习的实现")
+        parser.add_argument("--timeout", type=_positive(float), help="seconds for the whole run / 整个运行的时间限制（秒）")
+        parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
     elif command == "check":
         parser.add_argument("ids", nargs="*")
         parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
@@ -446,10 +476,11 @@ EPILOG = """commands / 命令:
   hint ID        the next hint, one at a time / 下一个提示（逐个显示）
   solution ID    the reference solution, once accepted / 通过后查看参考答案
   doctor         what this machine can run / 本机能运行什么
+  engine [--parts IDS]  the engine with your accepted parts, against transformers / 用你的实现跑引擎
   check [IDS]    maintainers: solutions pass, starters and wrong/ fail, examples exist / 维护者检查
   reset ID       restore the starter (the old file is backed up) / 恢复起始代码（旧文件会备份）"""
 COMMANDS = {"list": cmd_list, "show": cmd_show, "hint": cmd_hint, "solution": cmd_solution, "doctor": cmd_doctor,
-            "check": cmd_check, "reset": cmd_reset}
+            "check": cmd_check, "reset": cmd_reset, "engine": cmd_engine}
 
 
 def main(argv: list[str] | None = None) -> int:

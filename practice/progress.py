@@ -2,7 +2,7 @@
 
 ``practice/workspace/<NNN_slug>.py`` is the learner's copy of each starter. ``practice/.judge_state.json``
 (git-ignored) keeps, per exercise id, the last verdict of its workspace file at the top level
-(``status``, ``passed``, ``total``, ``file``, ``at``) and beside it::
+(``status``, ``passed``, ``total``, ``file``, ``at``, ``sha256`` of the content judged) and beside it::
 
     "best":  {"status", "passed", "total", "at"}   # accepted beats everything, then most tests passed;
                                                    # a later failing run never replaces an accepted one
@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import datetime
@@ -64,18 +65,20 @@ class Progress:
         os.replace(tmp, self.state_file)
         return entry
 
-    def record(self, exercise: Exercise, verdict: dict, file: Path) -> dict:
-        """Remember ``verdict`` as the last one of the workspace file; keep the best one."""
+    def record(self, exercise: Exercise, verdict: dict, file: Path, digest: str | None = None) -> dict:
+        """Remember ``verdict`` as the last one of the workspace file (``digest``: the sha256 of the
+        content that was judged, read now when not given); keep the best one."""
         now = datetime.now().isoformat(timespec="seconds")
         last = {"status": verdict["status"], "passed": verdict["counts"]["passed"],
                 "total": verdict["counts"]["total"], "at": now}
+        sha256 = digest or file_digest(file)
 
         def change(entry: dict) -> dict:
             best = entry.get("best") or (_last(entry) if entry.get("status") else None)
             if best is None or better(last, best):
                 best = last
             accepted = verdict["status"] == "accepted"
-            return {**entry, **last, "file": str(file), "best": best, "runs": entry.get("runs", 0) + 1,
+            return {**entry, **last, "file": str(file), "sha256": sha256, "best": best, "runs": entry.get("runs", 0) + 1,
                     "failed_runs": entry.get("failed_runs", 0) + (not accepted)}
         return self._update(exercise.id, change)
 
@@ -84,6 +87,14 @@ class Progress:
 
     def set_hints_shown(self, exercise: Exercise, count: int) -> None:
         self._update(exercise.id, lambda entry: {**entry, "hints": count})
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes ("" when it cannot be read)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _last(entry: dict) -> dict:

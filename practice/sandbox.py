@@ -14,6 +14,8 @@ counts inconsistent) is refused. The learner's file is copied, never modified.
 ``run_batch(exercise, files, ...)`` judges several trusted files (an exercise's solution, starter and
 wrong solutions, for ``judge.py check``) in one child, one after another, so that importing torch is
 paid once; a file the batch could not report on (a crash, a time-out) is judged again on its own.
+``run_jobs`` does the same for files of different exercises (``judge.py engine``), and ``run_child``
+runs any script under the same isolation (the engine run of practice/engine_run.py).
 
 Statuses: those of judge_core plus ``timeout`` (the time limit passed) and ``crashed`` (the process
 died or exited before reporting: a signal such as SIGSEGV, or an exit). The verdict gains: exit_code
@@ -61,36 +63,48 @@ def _tr(lang: str, zh: str, en: str) -> str:
 # The child process
 
 
-def child_main(test_file: str, workdir: str, result_file: str, memory_mb: str, *submissions: str) -> None:
-    """Runs in the isolated child: limit itself, read the token, close stdin, run each submission,
-    write the verdicts so far after each (atomically)."""
+def child_prologue(memory_mb: int) -> str:
+    """The first thing an isolated child does, before any submitted code runs: limit itself, read
+    the token from stdin, put stdin on /dev/null, make a segfault or the judge's SIGTERM print where
+    it was. Returns the token that stamps the result file."""
     import faulthandler
 
-    _set_limits(int(memory_mb))
-
+    _set_limits(memory_mb)
     token = sys.stdin.readline().strip()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     sys.stdin = open(os.devnull, encoding="utf-8")
     faulthandler.enable()                      # a segfault prints where it happened
     faulthandler.register(signal.SIGTERM, chain=True)   # so does the judge's timeout, then it dies
+    return token
+
+
+def write_result(result_file: str, token: str, verdicts: list[dict]) -> None:
+    """Write the child's results so far, stamped with ``token``, atomically (read by read_result)."""
+    data = json.dumps({"token": token, "verdicts": verdicts}, ensure_ascii=False)
+    with open(result_file + ".tmp", "w", encoding="utf-8") as f:
+        f.write(data)
+    os.replace(result_file + ".tmp", result_file)
+
+
+def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
+    """Runs in the isolated child: judge each ``[test_file, submission_file]`` pair of the JSON list
+    ``jobs`` in turn, writing the verdicts so far after each."""
+    token = child_prologue(int(memory_mb))
     sys.argv = ["submission.py"]
     import judge_core
 
     verdicts = []
-    for submission_file in submissions:
+    for test_file, submission_file in json.loads(jobs):
         started = time.monotonic()
         try:
-            verdict = judge_core.run_tests(test_file, submission_file, workdir)
+            verdict = judge_core.run_tests(test_file, submission_file, os.path.join(os.getcwd(), "work"))
         except BaseException as exc:  # noqa: BLE001 - report anything, never a pass
             verdict = bare_verdict("memory_limit" if isinstance(exc, MemoryError) else "error",
                                    f"judge_core failed: {type(exc).__name__}: {exc}")
         verdict["child_seconds"] = round(time.monotonic() - started, 3)
         verdicts.append(verdict)
-        data = json.dumps({"token": token, "verdicts": verdicts}, ensure_ascii=False)
-        with open(result_file + ".tmp", "w", encoding="utf-8") as f:
-            f.write(data)
-        os.replace(result_file + ".tmp", result_file)
+        write_result(result_file, token, verdicts)
     os._exit(0)   # leftover non-daemon threads must not keep the process alive
 
 
@@ -115,11 +129,12 @@ def memory_limit_mb(exercise: Exercise) -> int:
     return MEMORY_MB["torch"] if exercise.requires else MEMORY_MB["pure"]
 
 
-def _child_env(exercise: Exercise) -> dict:
+def child_env(exercises: list[Exercise] = ()) -> dict:
+    """The environment of an isolated child (judging ``exercises``)."""
     env = dict(os.environ)
     env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8")
     env.pop("PYTHONSTARTUP", None)
-    if "triton" in exercise.requires and not Path("/dev/nvidia0").exists():
+    if any("triton" in e.requires for e in exercises) and not Path("/dev/nvidia0").exists():
         env.setdefault("TRITON_INTERPRET", "1")   # no GPU: Triton kernels run in its interpreter
     return env
 
@@ -137,9 +152,10 @@ def _where(stderr: str) -> str:
     return "\n".join(f"{name}.py:{line} in {func}" for name, line, func in frames[:8])
 
 
-def _run_child(exercise: Exercise, files: list[Path], timeout: float, memory_mb: int) -> dict:
-    """Run one child over ``files``; return what came back: the verdicts reported in time (a prefix
-    of ``files``), why it stopped, its exit code and its captured output."""
+def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb: int) -> dict:
+    """Run ``python script RESULT_FILE MEMORY_MB *args`` isolated (see the module docstring) for at most
+    ``budget`` seconds; the script starts with :func:`child_prologue` and reports with :func:`write_result`.
+    Returns what came back: the results written in time, why it stopped, its exit code and its output."""
     if os.name == "nt":
         raise UnsupportedPlatform("本地评测需要 Linux 或 macOS（Windows 上请用 WSL），纯 Python 的练习也可以在网页里做。",
                                   "the local judge needs Linux or macOS (on Windows use WSL); "
@@ -149,9 +165,8 @@ def _run_child(exercise: Exercise, files: list[Path], timeout: float, memory_mb:
     with tempfile.TemporaryDirectory(prefix="mini-judge-") as tmp:
         token, run_id = secrets.token_hex(16), secrets.token_hex(8)
         result_file = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, str(Path(__file__).resolve()), str(exercise.file("test.py")),
-               os.path.join(tmp, "work"), result_file, str(memory_mb), *(str(Path(f).resolve()) for f in files)]
-        env = {**_child_env(exercise), RUN_MARKER: run_id}
+        cmd = [sys.executable, str(Path(script).resolve()), result_file, str(memory_mb), *args]
+        env = {**env, RUN_MARKER: run_id}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=tmp, env=env, start_new_session=True)
         out, err, total, reason, reported_in_time = bytearray(), bytearray(), 0, None, False
@@ -164,7 +179,7 @@ def _run_child(exercise: Exercise, files: list[Path], timeout: float, memory_mb:
                 pass
             selector.register(proc.stdout, selectors.EVENT_READ, out)
             selector.register(proc.stderr, selectors.EVENT_READ, err)
-            deadline = started + timeout * len(files)
+            deadline = started + budget
             while proc.poll() is None:
                 if time.monotonic() > deadline:
                     reason = "timeout"
@@ -228,21 +243,34 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
     return verdict
 
 
+def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int) -> dict:
+    pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
+    return run_child(Path(__file__), [json.dumps(pairs)], child_env([e for e, _ in jobs]), timeout * len(jobs), memory_mb)
+
+
 def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int, lang: str = "zh") -> dict:
     """Judge ``file`` against ``exercise`` in an isolated child process; return the verdict dict."""
-    run = _run_child(exercise, [Path(file)], timeout, memory_mb)
+    run = _judge_child([(exercise, Path(file))], timeout, memory_mb)
     verdict = run["verdicts"][0] if run["verdicts"] else None
     return _finish(verdict, run, exercise, timeout, memory_mb, lang, run["elapsed"])
 
 
 def run_batch(exercise: Exercise, files: list[Path], timeout: float, memory_mb: int, lang: str = "zh") -> list[dict]:
-    """Judge several trusted files in one child (each within ``timeout`` of its own); a file the
-    batch did not report on, or that took longer than ``timeout`` in it, is judged alone."""
-    if not files:
+    """Judge several trusted files of one exercise in one child (see :func:`run_jobs`)."""
+    return run_jobs([(exercise, Path(f)) for f in files], timeout, memory_mb, lang)
+
+
+def run_jobs(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int, lang: str = "zh") -> list[dict]:
+    """Judge several (exercise, file) pairs in one child, one after another, so that importing torch is
+    paid once; each gets ``timeout`` seconds. A pair the batch did not report on, or that took longer
+    than ``timeout`` in it, is judged alone. The files share one process: use it for files whose
+    verdicts cannot be turned by an earlier file's side effects, or where nothing but their owner's
+    own result depends on them (judge.py check, judge.py engine)."""
+    if not jobs:
         return []
-    run = _run_child(exercise, files, timeout, memory_mb)
+    run = _judge_child(jobs, timeout, memory_mb)
     results = []
-    for i, file in enumerate(files):
+    for i, (exercise, file) in enumerate(jobs):
         verdict = run["verdicts"][i] if i < len(run["verdicts"]) else None
         if verdict is None or verdict.get("child_seconds", 0) > timeout or verdict.get("status") == "output_limit":
             results.append(run_isolated(exercise, file, timeout, memory_mb, lang))

@@ -1,9 +1,12 @@
-"""KV cache manager: reference counts, hash chains, prefix hits, LRU eviction, slot mapping."""
+"""KV cache manager: the block pool, hash chains, prefix hits, eviction from the free queue, slot mapping."""
 from __future__ import annotations
 
 import random
 
-from mini_platform.kv_cache import KVCacheManager, hash_block
+import pytest
+
+from mini_platform import kv_cache
+from mini_platform.kv_cache import BlockPool, KVCacheManager, NoFreeBlocksError, block_hashes, find_cached_prefix, hash_block
 
 
 def fill(kv: KVCacheManager, rid: str, tokens: list[int]) -> list[int]:
@@ -41,12 +44,13 @@ def test_shared_prefix_reference_counts():
     assert shared == kv.block_tables["a"][:2]
     assert kv.allocate("b", 11, shared)
     assert kv.block_tables["b"][:2] == shared and kv.block_tables["b"][2] not in kv.block_tables["a"]
-    assert [kv.blocks[b].ref_count for b in shared] == [2, 2]
+    assert [kv.pool.ref_count(b) for b in shared] == [2, 2]
     kv.free("a")
-    assert [kv.blocks[b].ref_count for b in shared] == [1, 1]
-    assert not set(shared) & set(kv.evictable)     # still in use by b
+    assert [kv.pool.ref_count(b) for b in shared] == [1, 1]
+    assert not set(shared) & set(kv.pool.free_queue)     # still in use by b
     kv.free("b")
-    assert set(shared) <= set(kv.evictable) and kv.num_free_blocks == 8
+    assert set(shared) <= set(kv.pool.free_queue) and kv.num_free_blocks == 8
+    assert all(kv.block_hash[b] is not None for b in shared)   # free, and still cached
 
 
 def test_fully_cached_prompt_still_computes_its_last_token():
@@ -57,18 +61,33 @@ def test_fully_cached_prompt_still_computes_its_last_token():
     assert len(kv.lookup_prefix(list(range(9)))) == 2
 
 
-def test_cached_blocks_evicted_only_when_no_empty_block_is_left_lru_first():
+def free_queue(kv: KVCacheManager) -> list[int]:
+    return list(kv.pool.free_queue)
+
+
+def test_freed_blocks_stay_cached_until_handed_out_tail_first():
     kv = KVCacheManager(num_blocks=4, block_size=2)
     fill(kv, "a", [1, 2, 3, 4])     # blocks 0, 1 cached
-    kv.free("a")
-    assert kv.num_free_blocks == 4 and len(kv.evictable) == 2
-    assert kv.allocate("b", 4)      # takes the two empty blocks; the cache survives
+    kv.free("a")                    # tail first: the prompt's head is evicted last
+    assert kv.num_free_blocks == 4 and free_queue(kv) == [2, 3, 1, 0]
+    assert kv.allocate("b", 4)      # the front of the queue: the two blocks that never held anything
     assert kv.lookup_prefix([1, 2, 3, 4, 5]) == [0, 1]
-    assert kv.allocate("c", 2)      # no empty block left: evict the least recently used one
-    # The tail of a freed request goes first, so the shared head of the prompt survives longest.
+    assert kv.allocate("c", 2)      # block 1 is handed out again: its cached content is evicted
     assert kv.block_tables["c"] == [1]
     assert kv.lookup_prefix([1, 2, 3, 4, 5]) == [0]
-    assert kv.blocks[1].block_hash is None
+    assert kv.block_hash[1] is None and list(kv.cached.values()) == [0]
+
+
+def test_one_free_queue_evicts_in_queue_order_even_when_an_empty_block_waits_behind():
+    # vLLM V1's rule: the free queue's order is the eviction order, whatever a block holds.
+    kv = KVCacheManager(num_blocks=3, block_size=2)
+    fill(kv, "a", [1, 2, 3, 4])     # blocks 0, 1 cached
+    kv.free("a")
+    assert kv.allocate("x", 2)      # block 2, which never held anything
+    kv.free("x")                    # ... now waits behind the cached blocks
+    assert free_queue(kv) == [1, 0, 2]
+    assert kv.allocate("y", 2) and kv.block_tables["y"] == [1]
+    assert kv.lookup_prefix([1, 2, 3, 4, 5]) == [0]
 
 
 def test_a_hit_refreshes_recency():
@@ -76,20 +95,21 @@ def test_a_hit_refreshes_recency():
     fill(kv, "a", [1, 2, 0])        # a's first block is cached, its second is partial
     fill(kv, "b", [3, 4, 0])
     kv.free("a"), kv.free("b")      # a's cached block is now the least recently used
-    assert fill(kv, "a2", [1, 2, 5]) == kv.block_tables["a2"][:1]   # hit: a's block is recent again
-    kv.free("a2")
-    assert kv.allocate("c", 6)      # two empty blocks, then one eviction: b's block, not a's
+    assert fill(kv, "a2", [1, 2, 5]) == kv.block_tables["a2"][:1]   # hit: the block leaves the free queue
+    assert kv.block_tables["a2"][0] not in kv.pool.free_queue
+    kv.free("a2")                   # ... and comes back at the back: recent again
+    assert kv.allocate("c", 6)      # three blocks from the front: b's cached block goes, a's stays
     assert kv.lookup_prefix([1, 2, 7]) != [] and kv.lookup_prefix([3, 4, 7]) == []
 
 
 def test_failed_allocation_changes_nothing():
     kv = KVCacheManager(num_blocks=4, block_size=4)
     assert kv.allocate("a", 12)
-    before = (list(kv.empty), dict(kv.evictable), [b.ref_count for b in kv.blocks])
+    before = (free_queue(kv), [kv.pool.ref_count(b) for b in range(4)])
     assert not kv.allocate("b", 8)
     assert not kv.allocate("a", 17)
     assert "b" not in kv.block_tables and len(kv.block_tables["a"]) == 3
-    assert (list(kv.empty), dict(kv.evictable), [b.ref_count for b in kv.blocks]) == before
+    assert (free_queue(kv), [kv.pool.ref_count(b) for b in range(4)]) == before
 
 
 def test_reviving_a_cached_block_uses_up_a_free_block():
@@ -111,14 +131,14 @@ def test_same_block_computed_twice_keeps_one_cached_copy():
     assert kv.lookup_prefix([7, 8, 1]) == [kv.block_tables["a"][0]]
     b_block = kv.block_tables["b"][0]
     kv.free("b")
-    assert b_block in kv.empty                     # not cached, so it is plain free space
+    assert b_block in kv.pool.free_queue and kv.block_hash[b_block] is None   # not cached: plain free space
 
 
 def test_disabled_prefix_caching_never_hits():
     kv = KVCacheManager(num_blocks=4, block_size=2, enable_prefix_caching=False)
     fill(kv, "a", [1, 2, 3])
     kv.free("a")
-    assert kv.lookup_prefix([1, 2, 3]) == [] and not kv.cached and len(kv.empty) == 4
+    assert kv.lookup_prefix([1, 2, 3]) == [] and not kv.cached and kv.num_free_blocks == 4
 
 
 def test_random_operations_keep_the_pool_consistent():
@@ -145,9 +165,56 @@ def test_random_operations_keep_the_pool_consistent():
             assert len(table) == -(-len(live[rid]) // 3)
             for b in table:
                 refs[b] += 1
-        assert refs == [b.ref_count for b in kv.blocks]
+        assert refs == [kv.pool.ref_count(b) for b in range(kv.num_blocks)]
         unreferenced = [b for b in range(kv.num_blocks) if refs[b] == 0]
-        assert sorted(list(kv.empty) + list(kv.evictable)) == unreferenced
-        assert all(kv.blocks[b].block_hash is None for b in kv.empty)
-        assert {kv.blocks[b].block_hash: b for b in kv.cached.values()} == kv.cached
+        assert sorted(kv.pool.free_queue) == unreferenced
+        assert {kv.block_hash[b]: b for b in kv.cached.values()} == kv.cached
+        assert sum(h is not None for h in kv.block_hash) == len(kv.cached)
     assert hits > 20
+
+
+def test_block_pool_queue_sharing_and_failures():
+    pool = BlockPool(4)
+    a = pool.allocate(2)
+    assert a == [0, 1]
+    pool.share([1])
+    pool.free(a)                              # block 0 -> back of the queue; block 1: 2 -> 1
+    assert pool.num_free == 3 and pool.ref_count(1) == 1
+    pool.share([0, 0])                        # a free block leaves the queue once and gains two references
+    assert pool.num_free == 2 and pool.ref_count(0) == 2
+    assert pool.allocate(2) == [2, 3]
+    with pytest.raises(NoFreeBlocksError):
+        pool.allocate(1)
+    before = [pool.ref_count(b) for b in range(4)]
+    for bad in (lambda: pool.free([1, 1]), lambda: pool.share([0, 4]), lambda: pool.allocate(-1)):
+        with pytest.raises(ValueError):
+            bad()
+    assert [pool.ref_count(b) for b in range(4)] == before and pool.num_free == 0
+    pool.free([3, 0, 2, 0, 1])                # reaching 0, ordered by last appearance: 3, 2, 0, 1
+    assert pool.allocate(4) == [3, 2, 0, 1]
+
+
+def test_block_hashes_and_find_cached_prefix():
+    h = block_hashes([1, 2, 3, 4, 5], 2)
+    assert h == [hash_block(None, [1, 2]), hash_block(hash_block(None, [1, 2]), [3, 4])]
+    assert block_hashes([3, 4, 5], 2, parent_hash=h[0]) == h[1:]       # a chain continued where it stopped
+    cached = {h[0]: 7, h[1]: 3}
+    assert find_cached_prefix([1, 2, 3, 4, 5], 2, cached) == (4, [7, 3])
+    assert find_cached_prefix([1, 2, 3, 4], 2, cached) == (2, [7])       # the last token is always computed
+    assert find_cached_prefix([9, 2, 3, 4, 5], 2, cached) == (0, [])
+
+
+def test_the_manager_calls_the_parts_through_the_module(monkeypatch):
+    """Exercises 210 and 212 stand in for these names (judge.py engine): the manager must look them up
+    when it calls them."""
+    calls = {name: 0 for name in ("BlockPool", "block_hashes", "find_cached_prefix")}
+    for name in calls:
+        original = getattr(kv_cache, name)
+
+        def counted(*args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(kv_cache, name, counted)
+    kv = KVCacheManager(num_blocks=4, block_size=2)
+    fill(kv, "a", [1, 2, 3])
+    assert all(calls.values()), calls

@@ -104,7 +104,7 @@ class MultiprocExecutor:
         for conn in (r for r in ready if r in ranks):
             try:
                 message = pickle.loads(conn.recv_bytes())
-            except EOFError:
+            except (EOFError, OSError):  # EOF, or a reset pipe when it died while we were sending
                 continue  # died without a word: its exit code tells
             if message[0] == "error":
                 errors[ranks[conn]] = message[1]

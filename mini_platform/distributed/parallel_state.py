@@ -13,8 +13,7 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
-from .. import platforms
-from ..utils import resolve_obj_by_qualname
+from .. import platforms, utils
 from .communicator import DeviceCommunicator
 
 
@@ -37,7 +36,7 @@ class GroupCoordinator:
         if mine is None:
             raise ValueError(f"rank {dist.get_rank()} is in none of the {name} groups {group_ranks}")
         ranks, group = mine
-        communicator_cls = resolve_obj_by_qualname(platforms.current_platform.get_device_communicator_cls())
+        communicator_cls = utils.resolve_obj_by_qualname(platforms.current_platform.get_device_communicator_cls())
         return cls(name, len(ranks), ranks.index(dist.get_rank()), communicator_cls(group, device))
 
     # Each collective is a no-op on a single-rank group.

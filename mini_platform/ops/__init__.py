@@ -208,8 +208,8 @@ def paged_attention(query, key_cache, value_cache, block_tables, query_start_loc
 def moe_topk_softmax(router_logits, top_k: int, renormalize: bool, *, backend: str | None = None):
     """Route each token to ``top_k`` experts: ``router_logits`` ``[T, E]`` -> ``(topk_weights, topk_ids)``.
 
-    ``topk_weights`` fp32 ``[T, K]`` and ``topk_ids`` int32 ``[T, K]`` are ``torch.topk(softmax(logits), K)``
-    with the softmax in fp32 (ties broken as ``torch.topk`` breaks them); with ``renormalize`` the K weights
+    ``topk_weights`` fp32 ``[T, K]`` and ``topk_ids`` int32 ``[T, K]`` are the K largest of ``softmax(logits)``
+    in descending order, with the softmax in fp32 (equal ones lower expert id first); with ``renormalize`` the K weights
     of a token are divided by their sum (Mixtral always, Qwen2-MoE when ``norm_topk_prob``).
     """
     return get_kernel("moe_topk_softmax", backend)(router_logits, top_k, renormalize)

@@ -15,7 +15,6 @@ The rules, in order (``env`` is a mapping like ``os.environ``):
 from __future__ import annotations
 
 import logging
-import os
 from typing import Callable, Mapping
 
 from .. import envs
@@ -74,10 +73,8 @@ def _only_active(kind: str, detectors: Mapping[str, Detector]) -> tuple[str, str
     return next(iter(active.items()), None)
 
 
-def resolve_platform(builtin: Mapping[str, Detector], oot: Mapping[str, Detector],
-                     env: Mapping[str, str] | None = None) -> str:
-    """The qualified class name of the platform to use (rules in the module docstring)."""
-    env = os.environ if env is None else env
+def resolve_platform(builtin: Mapping[str, Detector], oot: Mapping[str, Detector], env: Mapping[str, str]) -> str:
+    """The qualified class name of the platform to use (rules in the module docstring); exercise 180."""
     selected = envs.selected_platform(env)
     if selected:
         return _select(selected, builtin, oot)

@@ -25,7 +25,7 @@ class BlockPool:
         raise NotImplementedError("allocate")
 
     def share(self, blocks: list[int]) -> None:
-        # TODO: every block must be in use; then add one per appearance
+        # TODO: check every id first; a free block leaves the free queue (once); add one per appearance
         raise NotImplementedError("share")
 
     def free(self, blocks: list[int]) -> None:

@@ -17,7 +17,9 @@ def test_example():
     pool.share([1])
     pool.free(a)
     assert pool.num_free == 3 and pool.ref_count(0) == 0 and pool.ref_count(1) == 1
-    assert pool.allocate(3) == [2, 3, 0]
+    pool.share([0])
+    assert pool.ref_count(0) == 1 and pool.num_free == 2
+    assert pool.allocate(2) == [2, 3]
     with pytest.raises(sub.NoFreeBlocksError):
         pool.allocate(1)
     with pytest.raises(ValueError):
@@ -38,7 +40,7 @@ def test_failed_calls_change_nothing():
     with pytest.raises(ValueError):
         pool.allocate(-1)
     with pytest.raises(ValueError):
-        pool.share([0, 2])                 # block 2 is free: block 0 must not be counted either
+        pool.share([0, 3])                 # block 3 does not exist: block 0 must not be counted either
     with pytest.raises(ValueError):
         pool.free([0, 1, 1])               # block 1 over-freed: block 0 must not be freed either
     for bad in (3, -1):
@@ -50,6 +52,21 @@ def test_failed_calls_change_nothing():
             pool.free([bad])
     assert state(pool, 3) == before
     assert pool.allocate(0) == []
+
+
+def test_sharing_a_free_block_takes_it_out_of_the_queue_once():
+    pool = sub.BlockPool(4)
+    pool.allocate(4)
+    pool.free([3, 0, 2])                   # free queue: 3, 0, 2
+    pool.share([0, 0])                     # a prefix-cache hit, twice: count 2, out of the queue once
+    assert pool.ref_count(0) == 2 and pool.num_free == 2
+    assert pool.allocate(2) == [3, 2]      # the others keep their order; block 0 is not handed out
+    with pytest.raises(sub.NoFreeBlocksError):
+        pool.allocate(1)
+    pool.free([0])
+    assert pool.num_free == 0 and pool.ref_count(0) == 1
+    pool.free([0])
+    assert pool.allocate(1) == [0]
 
 
 def test_free_order():
@@ -75,9 +92,9 @@ class Model:
         return got
 
     def share(self, blocks):
-        if any(self.counts[b] == 0 for b in blocks):
-            return "error"
         for b in blocks:
+            if self.counts[b] == 0:
+                self.queue.remove(b)
             self.counts[b] += 1
 
     def free(self, blocks):

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 
-def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: int,
-                        num_padded_tokens: int | None = None) -> dict:
+def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: int) -> dict:
     """requests: (block_table, num_computed, num_new) each. See problem.md for the returned keys."""
     slot_mapping: list[int] = []
     # TODO: validate each request, then append the slot of each new token
-    # TODO: pad slot_mapping with -1; build query_start_loc, seq_lens, padded block_tables, max_query_len
+    # TODO: build query_start_loc, seq_lens, padded block_tables, max_query_len
     raise NotImplementedError("build_step_metadata")

@@ -7,42 +7,41 @@ import submission as sub
 
 
 def test_example():
-    got = sub.build_step_metadata([([7, 2], 3, 2), ([5], 0, 1)], block_size=4, num_padded_tokens=4)
-    assert got == {"slot_mapping": [31, 8, 20, -1], "query_start_loc": [0, 2, 3], "seq_lens": [5, 1],
+    got = sub.build_step_metadata([([7, 2], 3, 2), ([5], 0, 1)], block_size=4)
+    assert got == {"slot_mapping": [31, 8, 20], "query_start_loc": [0, 2, 3], "seq_lens": [5, 1],
                    "block_tables": [[7, 2], [5, 0]], "max_query_len": 2}
 
 
-def test_no_padding_requested():
+def test_a_prefill_in_one_block():
     got = sub.build_step_metadata([([1], 0, 3)], block_size=16)
     assert got["slot_mapping"] == [16, 17, 18] and got["max_query_len"] == 3
 
 
-def test_exactly_full_table_and_exact_padding():
-    got = sub.build_step_metadata([([3, 9], 6, 2)], block_size=4, num_padded_tokens=2)   # 8 tokens in 2 blocks
+def test_exactly_full_table():
+    got = sub.build_step_metadata([([3, 9], 6, 2)], block_size=4)   # 8 tokens in 2 blocks
     assert got["slot_mapping"] == [38, 39] and got["seq_lens"] == [8]
 
 
 def test_empty_batch():
-    got = sub.build_step_metadata([], block_size=4, num_padded_tokens=2)
-    assert got == {"slot_mapping": [-1, -1], "query_start_loc": [0], "seq_lens": [], "block_tables": [],
+    got = sub.build_step_metadata([], block_size=4)
+    assert got == {"slot_mapping": [], "query_start_loc": [0], "seq_lens": [], "block_tables": [],
                    "max_query_len": 0}
 
 
 def test_inputs_are_not_modified():
     requests = [([7, 2], 3, 2), ([5], 0, 1)]
-    sub.build_step_metadata(requests, block_size=4, num_padded_tokens=4)
+    sub.build_step_metadata(requests, block_size=4)
     assert requests == [([7, 2], 3, 2), ([5], 0, 1)]
 
 
-@pytest.mark.parametrize("requests, pad", [
-    ([([1], 3, 2)], None),          # 5 tokens do not fit in one block of 4
-    ([([1], 0, 0)], None),          # num_new must be >= 1
-    ([([1], -1, 2)], None),
-    ([([1, 2], 0, 5)], 4),          # padding below the token count
+@pytest.mark.parametrize("requests", [
+    [([1], 3, 2)],                  # 5 tokens do not fit in one block of 4
+    [([1], 0, 0)],                  # num_new must be >= 1
+    [([1], -1, 2)],
 ])
-def test_bad_input_raises(requests, pad):
+def test_bad_input_raises(requests):
     with pytest.raises(ValueError):
-        sub.build_step_metadata(requests, block_size=4, num_padded_tokens=pad)
+        sub.build_step_metadata([([4], 0, 1)] + requests, block_size=4)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -61,11 +60,9 @@ def test_random_steps_address_each_token_once(seed):
         for p in range(total - new, total):
             where[(r, p)] = (table[p // block_size], p % block_size)
     tokens = sum(n for _, _, n in requests)
-    pad = tokens + rng.randint(0, 3)
-    got = sub.build_step_metadata(requests, block_size, pad)
-    assert len(got["slot_mapping"]) == pad and got["slot_mapping"][tokens:] == [-1] * (pad - tokens)
+    got = sub.build_step_metadata(requests, block_size)
     expected = [b * block_size + o for (_, _), (b, o) in sorted(where.items())]
-    assert got["slot_mapping"][:tokens] == expected
+    assert len(got["slot_mapping"]) == tokens and got["slot_mapping"] == expected
     assert len(set(expected)) == len(expected)                      # distinct slots
     qsl = got["query_start_loc"]
     assert qsl[0] == 0 and [qsl[i + 1] - qsl[i] for i in range(len(requests))] == [n for _, _, n in requests]

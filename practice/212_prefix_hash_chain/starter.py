@@ -10,8 +10,8 @@ def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def block_hashes(token_ids: list[int], block_size: int) -> list[str]:
-    # TODO: one chained hash per full block
+def block_hashes(token_ids: list[int], block_size: int, parent_hash: str | None = None) -> list[str]:
+    # TODO: one chained hash per full block; the first block's parent is parent_hash
     raise NotImplementedError("block_hashes")
 
 

@@ -14,6 +14,7 @@ def ref_hash(parent, tokens):
 def test_example():
     h = sub.block_hashes([1, 2, 3, 4, 5], block_size=2)
     assert h == [ref_hash(None, [1, 2]), ref_hash(ref_hash(None, [1, 2]), [3, 4])]
+    assert sub.block_hashes([3, 4, 5], 2, parent_hash=h[0]) == h[1:]
     cached = {h[0]: 7, h[1]: 3}
     assert sub.find_cached_prefix([1, 2, 3, 4, 5], 2, cached) == (4, [7, 3])
     assert sub.find_cached_prefix([1, 2, 3, 4], 2, cached) == (2, [7])
@@ -32,6 +33,18 @@ def test_lookup_stops_at_the_first_miss():
     h = sub.block_hashes([1, 2, 3, 4, 5, 6, 7], 2)
     assert sub.find_cached_prefix([1, 2, 3, 4, 5, 6, 7], 2, {h[0]: 4, h[2]: 6}) == (2, [4])
     assert sub.find_cached_prefix([1, 2, 3, 4, 5, 6, 7], 2, {h[1]: 5, h[2]: 6}) == (0, [])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_chain_continued_from_parent_hash_equals_the_whole_chain(seed):
+    rng = random.Random(100 + seed)
+    block_size = rng.choice([1, 2, 3, 5])
+    tokens = [rng.randrange(50) for _ in range(rng.randint(2, 8) * block_size + rng.randint(0, block_size - 1))]
+    whole = sub.block_hashes(tokens, block_size)
+    cut = rng.randint(1, len(whole) - 1)            # hash the first `cut` blocks, then the rest from there
+    head = sub.block_hashes(tokens[:cut * block_size], block_size)
+    assert head + sub.block_hashes(tokens[cut * block_size:], block_size, parent_hash=head[-1]) == whole
+    assert sub.block_hashes(tokens, block_size, None) == whole
 
 
 def test_same_block_after_different_prefix_has_a_different_hash():

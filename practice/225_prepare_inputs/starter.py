@@ -1,10 +1,7 @@
-"""Exercise 225: pack one scheduled step into model-runner tensors. Keep the names."""
+"""Exercise 225: lay one scheduled step out as one token sequence. Keep the names."""
 from __future__ import annotations
 
-import torch
 
-
-def prepare_inputs(scheduled: list[tuple[list[int], int, int, list[int]]], block_size: int) -> dict[str, torch.Tensor]:
-    # TODO: build input_ids, positions, slot_mapping, query_start_loc, seq_lens, block_tables
-    #       and logits_indices with the dtypes of the statement
+def prepare_inputs(scheduled: list[tuple[list[int], int, int]]) -> dict:
+    # TODO: check each request, then build input_ids, positions and logits_indices
     raise NotImplementedError("prepare_inputs")

@@ -1,80 +1,67 @@
-"""Tests of exercise 225: pack one scheduled step into model-runner tensors."""
+"""Tests of exercise 225: lay one scheduled step out as one token sequence."""
+import copy
 import random
 
 import pytest
-import torch
 
 from submission import prepare_inputs
 
-DTYPES = {"input_ids": torch.int64, "positions": torch.int64, "slot_mapping": torch.int32,
-          "query_start_loc": torch.int32, "seq_lens": torch.int32, "block_tables": torch.int32,
-          "logits_indices": torch.int64}
-
-
-def check(out, want):
-    assert set(out) == set(want), sorted(out)
-    for key, values in want.items():
-        assert out[key].dtype == DTYPES[key], f"{key}: dtype {out[key].dtype}, want {DTYPES[key]}"
-        assert out[key].tolist() == values, f"{key}: {out[key].tolist()} != {values}"
-
 
 def test_example():
-    scheduled = [([7, 8, 9, 10, 11], 4, 1, [3, 0]), ([1, 2, 3, 4, 5, 6], 0, 3, [5, 2])]
-    check(prepare_inputs(scheduled, 4), {
-        "input_ids": [11, 1, 2, 3], "positions": [4, 0, 1, 2], "slot_mapping": [0, 20, 21, 22],
-        "query_start_loc": [0, 1, 4], "seq_lens": [5, 3], "block_tables": [[3, 0], [5, 2]], "logits_indices": [0]})
+    scheduled = [([7, 8, 9, 10, 11], 4, 1), ([1, 2, 3, 4, 5, 6], 0, 3), ([5, 6, 7, 8, 9], 4, 1)]
+    assert prepare_inputs(scheduled) == {"input_ids": [11, 1, 2, 3, 9], "positions": [4, 0, 1, 2, 4],
+                                         "logits_indices": [0, 4]}
 
 
-def test_last_chunk_after_a_prefix_hit_samples():
-    scheduled = [(list(range(10)), 8, 2, [6, 1, 4]), ([5], 0, 1, [2])]
-    check(prepare_inputs(scheduled, 4), {
-        "input_ids": [8, 9, 5], "positions": [8, 9, 0], "slot_mapping": [16, 17, 8],
-        "query_start_loc": [0, 2, 3], "seq_lens": [10, 1], "block_tables": [[6, 1, 4], [2, 0, 0]],
-        "logits_indices": [1, 2]})
+def test_a_middle_chunk_does_not_sample_and_the_last_chunk_does():
+    prompt = list(range(100, 110))
+    out = prepare_inputs([(prompt, 3, 4), (prompt, 7, 3)])
+    assert out == {"input_ids": [103, 104, 105, 106, 107, 108, 109], "positions": [3, 4, 5, 6, 7, 8, 9],
+                   "logits_indices": [6]}
+
+
+def test_a_whole_prompt_and_decodes_sample_from_their_last_rows():
+    out = prepare_inputs([([4, 5, 6], 0, 3), ([8, 9], 1, 1), ([1, 2, 3, 4], 3, 1)])
+    assert out == {"input_ids": [4, 5, 6, 9, 4], "positions": [0, 1, 2, 1, 3], "logits_indices": [2, 3, 4]}
 
 
 def test_empty_step():
-    out = prepare_inputs([], 4)
-    check(out, {"input_ids": [], "positions": [], "slot_mapping": [], "query_start_loc": [0], "seq_lens": [],
-                "block_tables": [], "logits_indices": []})
-    assert tuple(out["block_tables"].shape) == (0, 0)
+    assert prepare_inputs([]) == {"input_ids": [], "positions": [], "logits_indices": []}
+
+
+@pytest.mark.parametrize("bad", [([1, 2, 3], -1, 2), ([1, 2, 3], 1, 0), ([1, 2, 3], 3, 0), ([1, 2, 3], 2, 2)])
+def test_requests_outside_their_tokens_raise(bad):
+    with pytest.raises(ValueError):
+        prepare_inputs([([5, 6], 0, 2), bad])
 
 
 def test_inputs_are_not_modified():
-    scheduled = [([7, 8, 9, 10, 11], 4, 1, [3, 0]), ([1, 2, 3, 4, 5, 6], 0, 3, [5])]
-    prepare_inputs(scheduled, 4)
-    assert scheduled == [([7, 8, 9, 10, 11], 4, 1, [3, 0]), ([1, 2, 3, 4, 5, 6], 0, 3, [5])]
+    scheduled = [([7, 8, 9, 10, 11], 4, 1), ([1, 2, 3, 4, 5, 6], 0, 3)]
+    before = copy.deepcopy(scheduled)
+    out = prepare_inputs(scheduled)
+    out["input_ids"].append(0)
+    assert scheduled == before
 
 
-def reference(scheduled, bs):
-    out = {k: [] for k in DTYPES}
-    out["query_start_loc"] = [0]
-    for ids, start, n, table in scheduled:
+def reference(scheduled):
+    out = {"input_ids": [], "positions": [], "logits_indices": []}
+    for ids, start, n in scheduled:
         for p in range(start, start + n):
             out["input_ids"].append(ids[p])
             out["positions"].append(p)
-            out["slot_mapping"].append(table[p // bs] * bs + p % bs)
-        out["query_start_loc"].append(out["query_start_loc"][-1] + n)
-        out["seq_lens"].append(start + n)
         if start + n == len(ids):
-            out["logits_indices"].append(out["query_start_loc"][-1] - 1)
-    width = max(len(t) for *_, t in scheduled)
-    out["block_tables"] = [t + [0] * (width - len(t)) for *_, t in scheduled]
+            out["logits_indices"].append(len(out["input_ids"]) - 1)
     return out
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_steps_match_a_reference(seed):
     rng = random.Random(seed)
-    for _ in range(30):
-        bs = rng.choice([1, 2, 4, 16])
-        free = list(range(200))
-        rng.shuffle(free)
+    for _ in range(40):
         scheduled = []
         for _ in range(rng.randint(1, 6)):
             ids = [rng.randrange(1000) for _ in range(rng.randint(1, 40))]
-            start = rng.randint(0, len(ids) - 1)
-            n = rng.randint(1, len(ids) - start)
-            table = [free.pop() for _ in range(-(-(start + n) // bs))]
-            scheduled.append((ids, start, n, table))
-        check(prepare_inputs(scheduled, bs), reference(scheduled, bs))
+            start = rng.choice([0, len(ids) - 1, rng.randint(0, len(ids) - 1)])
+            n = rng.choice([1, len(ids) - start, rng.randint(1, len(ids) - start)])
+            scheduled.append((ids, start, n))
+        assert prepare_inputs(scheduled) == reference(scheduled)

@@ -1,29 +1,20 @@
-"""Exercise 230: softmax top-k routing with renormalisation and a fixed tie rule (solution)."""
+"""Exercise 230 (reference): the MoE routing kernel, with the interface of the engine's cpu moe_topk_softmax."""
 from __future__ import annotations
 
-import math
+import torch
 
 
-def topk_softmax(logits: list[list[float]], k: int,
-                 renormalize: bool) -> tuple[list[list[float]], list[list[int]]]:
-    if not logits:
-        return [], []
-    num_experts = len(logits[0])
-    if any(len(row) != num_experts for row in logits) or num_experts == 0:
-        raise ValueError("every row of logits must hold the same, non-zero number of experts")
-    if not 1 <= k <= num_experts:
-        raise ValueError(f"k must be in [1, {num_experts}], got {k}")
-    weights, ids = [], []
-    for row in logits:
-        top = max(row)
-        exps = [math.exp(v - top) for v in row]
-        total = sum(exps)
-        probs = [e / total for e in exps]
-        chosen = sorted(range(num_experts), key=lambda e: (-probs[e], e))[:k]
-        w = [probs[e] for e in chosen]
-        if renormalize:
-            s = sum(w)
-            w = [v / s for v in w]
-        weights.append(w)
-        ids.append(chosen)
-    return weights, ids
+def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 softmax per row, the top_k largest (descending, ties: lower expert id first), optional renormalisation."""
+    if router_logits.dim() != 2:
+        raise ValueError(f"router_logits must be [tokens, experts], got shape {tuple(router_logits.shape)}")
+    num_experts = router_logits.shape[1]
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= num_experts:
+        raise ValueError(f"top_k must be an integer in [1, {num_experts}], got {top_k!r}")
+    probs = torch.softmax(router_logits.float(), dim=-1)
+    # A stable descending sort keeps equal probabilities in expert order: the lower id wins a tie.
+    weights, ids = probs.sort(dim=-1, descending=True, stable=True)
+    weights, ids = weights[:, :top_k], ids[:, :top_k]
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, ids.to(torch.int32)

@@ -1,15 +1,16 @@
-"""Exercise 230: softmax top-k routing with renormalisation and a fixed tie rule. Keep the names."""
+"""Exercise 230: the MoE routing kernel (softmax, top-k, renormalisation, the tie rule). Keep the name and signature."""
 from __future__ import annotations
 
-import math
+import torch
 
 
-def topk_softmax(logits: list[list[float]], k: int,
-                 renormalize: bool) -> tuple[list[list[float]], list[list[int]]]:
-    """Per row: stable softmax, the k largest probabilities (ties: lower expert first), optional renormalisation."""
-    weights: list[list[float]] = []
-    ids: list[list[int]] = []
-    # TODO: validate k and the rows
-    # TODO: for each row: subtract the max, exp, divide by the sum
-    # TODO: order experts by (-probability, expert), keep k, renormalise if asked
-    raise NotImplementedError("topk_softmax")
+def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 softmax per row, the top_k largest (descending, ties: lower expert id first), optional renormalisation.
+
+    Returns (weights fp32 [T, top_k], ids int32 [T, top_k]); ValueError for a non-2-D input or a bad top_k.
+    """
+    # TODO: validate router_logits (2-D) and top_k (an int, not a bool, in [1, E])
+    # TODO: softmax in fp32
+    # TODO: the top_k largest per row, descending, ties to the lower expert id
+    # TODO: renormalise if asked; weights fp32, ids int32
+    raise NotImplementedError("moe_topk_softmax")

@@ -1,86 +1,147 @@
-"""Tests of exercise 230: softmax top-k routing."""
+"""Tests of exercise 230: the MoE routing kernel moe_topk_softmax."""
 import math
 import random
 
 import pytest
+import torch
 
 import submission as sub
 
-EXAMPLE = [[0.0, math.log(3.0), 0.0, math.log(4.0)], [1.0, 1.0, 1.0, 1.0]]
+EXAMPLE = torch.tensor([[0.0, math.log(3.0), 0.0, math.log(4.0)], [1.0, 1.0, 1.0, 1.0]])
 
 
-def close(a, b, tol=1e-9):
-    return len(a) == len(b) and all(len(x) == len(y) and all(abs(u - v) <= tol for u, v in zip(x, y))
-                                    for x, y in zip(a, b))
+def route(logits, top_k, renormalize):
+    weights, ids = sub.moe_topk_softmax(logits, top_k, renormalize)
+    assert isinstance(weights, torch.Tensor) and isinstance(ids, torch.Tensor)
+    return weights, ids
+
+
+def close(got, want, tol=1e-6):
+    torch.testing.assert_close(got, torch.as_tensor(want, dtype=torch.float32), atol=tol, rtol=tol)
 
 
 def test_example_plain():
-    w, ids = sub.topk_softmax(EXAMPLE, 2, renormalize=False)
-    assert ids == [[3, 1], [0, 1]]
-    assert close(w, [[4 / 9, 3 / 9], [0.25, 0.25]])
+    weights, ids = route(EXAMPLE, 2, False)
+    assert ids.tolist() == [[3, 1], [0, 1]]
+    close(weights, [[4 / 9, 3 / 9], [0.25, 0.25]])
 
 
 def test_example_renormalized():
-    w, ids = sub.topk_softmax(EXAMPLE, 2, renormalize=True)
-    assert ids == [[3, 1], [0, 1]]
-    assert close(w, [[4 / 7, 3 / 7], [0.5, 0.5]])
+    weights, ids = route(EXAMPLE, 2, True)
+    assert ids.tolist() == [[3, 1], [0, 1]]
+    close(weights, [[4 / 7, 3 / 7], [0.5, 0.5]])
 
 
-def test_ties_go_to_the_lower_expert():
-    w, ids = sub.topk_softmax([[0.5, 2.0, 0.5, 2.0, 0.5, 2.0]], 4, renormalize=False)
-    assert ids == [[1, 3, 5, 0]]
-    w, ids = sub.topk_softmax([[0.0] * 8], 3, renormalize=True)
-    assert ids == [[0, 1, 2]] and close(w, [[1 / 3] * 3])
+def test_output_dtypes_and_shapes():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        weights, ids = route(torch.randn(5, 6, generator=torch.Generator().manual_seed(1)).to(dtype), 3, True)
+        assert weights.dtype == torch.float32, f"weights must be fp32 for {dtype} logits, got {weights.dtype}"
+        assert ids.dtype == torch.int32, f"ids must be int32 for {dtype} logits, got {ids.dtype}"
+        assert tuple(weights.shape) == tuple(ids.shape) == (5, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_softmax_is_computed_in_fp32(dtype):
+    logits = (torch.randn(9, 8, generator=torch.Generator().manual_seed(2)) * 3).to(dtype)
+    weights, ids = route(logits, 3, False)
+    want = torch.softmax(logits.float(), dim=-1).gather(1, ids.long())
+    close(weights, want, 1e-6)
+    assert ids.tolist() == [row[:3] for row in reference_ids(logits)]
 
 
 def test_descending_order():
-    w, ids = sub.topk_softmax([[0.1, 0.3, 0.2, 0.9, -1.0]], 5, renormalize=False)
-    assert ids == [[3, 1, 2, 0, 4]]
-    assert all(a >= b for a, b in zip(w[0], w[0][1:]))
+    weights, ids = route(torch.tensor([[0.1, 0.3, 0.2, 0.9, -1.0]]), 5, False)
+    assert ids.tolist() == [[3, 1, 2, 0, 4]]
+    assert all(a >= b for a, b in zip(weights[0].tolist(), weights[0].tolist()[1:]))
+
+
+def test_ties_go_to_the_lower_expert_id():
+    _, ids = route(torch.tensor([[0.5, 2.0, 0.5, 2.0, 0.5, 2.0]]), 4, False)
+    assert ids.tolist() == [[1, 3, 5, 0]]
+    weights, ids = route(torch.zeros(3, 8), 3, True)
+    assert ids.tolist() == [[0, 1, 2]] * 3
+    close(weights, [[1 / 3] * 3] * 3)
+    logits = torch.zeros(4, 64)
+    logits[:, 40:50] = 2.0
+    logits[2, 7] = 3.0
+    _, ids = route(logits, 6, False)
+    assert ids.tolist() == [[40, 41, 42, 43, 44, 45]] * 2 + [[7, 40, 41, 42, 43, 44]] + [[40, 41, 42, 43, 44, 45]]
+
+
+def test_renormalize_divides_the_chosen_by_their_sum():
+    logits = torch.tensor([[2.0, 0.0, 1.0, -1.0], [0.0, 0.0, 3.0, 1.0]])
+    plain, ids = route(logits, 2, False)
+    probs = torch.softmax(logits, dim=-1)
+    close(plain, probs.gather(1, ids.long()))
+    assert float(plain.sum(-1).max()) < 0.99
+    renormed, ids2 = route(logits, 2, True)
+    assert torch.equal(ids, ids2)
+    close(renormed, plain / plain.sum(-1, keepdim=True))
+    close(renormed.sum(-1), [1.0, 1.0])
 
 
 def test_large_logits_do_not_overflow():
-    w, ids = sub.topk_softmax([[1000.0, 999.0, 0.0]], 2, renormalize=False)
+    weights, ids = route(torch.tensor([[1000.0, 999.0, 0.0]]), 2, False)
     e = math.exp(-1.0)
     total = 1 + e + math.exp(-1000.0)
-    assert ids == [[0, 1]] and close(w, [[1 / total, e / total]], 1e-12)
+    assert ids.tolist() == [[0, 1]]
+    close(weights, [[1 / total, e / total]])
 
 
-def test_empty_batch():
-    assert sub.topk_softmax([], 2, renormalize=True) == ([], [])
+def test_router_logits_are_not_modified():
+    logits = torch.randn(6, 5, generator=torch.Generator().manual_seed(3)) * 4
+    before = logits.clone()
+    route(logits, 2, True)
+    route(logits, 5, False)
+    assert torch.equal(logits, before)
 
 
-@pytest.mark.parametrize("logits, k", [
-    ([[1.0, 2.0]], 0), ([[1.0, 2.0]], 3), ([[1.0, 2.0], [1.0]], 1), ([[]], 1),
+def test_no_tokens():
+    for dtype in (torch.float32, torch.bfloat16):
+        weights, ids = route(torch.zeros(0, 6, dtype=dtype), 2, True)
+        assert tuple(weights.shape) == tuple(ids.shape) == (0, 2)
+        assert weights.dtype == torch.float32 and ids.dtype == torch.int32
+
+
+def test_top_k_may_equal_the_number_of_experts():
+    weights, ids = route(torch.tensor([[0.0, 2.0, 1.0]]), 3, True)
+    assert ids.tolist() == [[1, 2, 0]]
+    close(weights, torch.softmax(torch.tensor([[2.0, 1.0, 0.0]]), dim=-1))
+
+
+@pytest.mark.parametrize("shape, top_k", [
+    ((4,), 1), ((2, 3, 4), 1),                              # not [T, E]
+    ((2, 4), 0), ((2, 4), 5), ((2, 4), -1),                 # outside [1, E]
+    ((2, 4), True), ((2, 4), 2.0),                           # not an integer
+    ((2, 0), 1),                                             # no experts to choose from
 ])
-def test_bad_input_raises(logits, k):
+def test_bad_input_raises(shape, top_k):
     with pytest.raises(ValueError):
-        sub.topk_softmax(logits, k, renormalize=True)
+        sub.moe_topk_softmax(torch.zeros(shape), top_k, True)
 
 
-def reference(row, k, renormalize):
-    probs = [math.exp(v) for v in row]
-    s = sum(probs)
-    probs = [p / s for p in probs]
-    order = sorted(range(len(row)), key=lambda e: (-probs[e], e))[:k]
-    w = [probs[e] for e in order]
-    if renormalize:
-        w = [v / sum(w) for v in w]
-    return w, order
+def reference_ids(logits):
+    """Every expert of each row by descending fp32 probability, lower id first among equals."""
+    probs = torch.softmax(logits.float(), dim=-1).tolist()
+    return [sorted(range(len(row)), key=lambda e: (-row[e], e)) for row in probs]
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(12))
 def test_random_batches(seed):
     rng = random.Random(seed)
     num_experts = rng.choice([2, 4, 8, 16, 60])
-    k = rng.randint(1, min(num_experts, 8))
+    top_k = rng.randint(1, min(num_experts, 8))
     renormalize = seed % 2 == 0
-    # Coarse values make ties common; a few rows are fully continuous.
-    logits = [[rng.choice([rng.randint(-3, 3) / 2, rng.gauss(0, 2)]) for _ in range(num_experts)]
-              for _ in range(rng.randint(1, 12))]
-    w, ids = sub.topk_softmax(logits, k, renormalize)
-    assert len(w) == len(ids) == len(logits)
-    for row, got_w, got_ids in zip(logits, w, ids):
-        exp_w, exp_ids = reference(row, k, renormalize)
-        assert got_ids == exp_ids
-        assert close([got_w], [exp_w], 1e-9)
+    dtype = (torch.float32, torch.bfloat16, torch.float16)[seed % 3]
+    # Coarse values make ties common; the others are continuous.
+    rows = [[rng.choice([rng.randint(-3, 3) / 2, rng.gauss(0, 2)]) for _ in range(num_experts)]
+            for _ in range(rng.randint(1, 12))]
+    logits = torch.tensor(rows).to(dtype)
+    weights, ids = route(logits, top_k, renormalize)
+    want_ids = [row[:top_k] for row in reference_ids(logits)]
+    assert ids.tolist() == want_ids
+    want = torch.softmax(logits.float(), dim=-1).gather(1, torch.tensor(want_ids))
+    if renormalize:
+        want = want / want.sum(-1, keepdim=True)
+    close(weights, want, 1e-6)
+    assert weights.dtype == torch.float32 and ids.dtype == torch.int32

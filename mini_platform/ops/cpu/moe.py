@@ -51,13 +51,21 @@ def check_experts_args(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor
                              f"-1 = elsewhere), got {expert_map.dtype} of shape {tuple(expert_map.shape)}")
 
 
-def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.topk(softmax(logits, fp32), top_k)``; returns fp32 weights and int32 ids, both ``[T, K]``."""
-    check_topk_args(router_logits, top_k)
-    weights, ids = torch.topk(torch.softmax(router_logits.float(), dim=-1), top_k, dim=-1)
+def select_topk(probs: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``top_k`` largest fp32 probabilities of each row in descending order, equal ones lower expert id
+    first (the rule of vLLM's CUDA ``topkGatingSoftmax``; ``torch.topk`` promises no order among ties),
+    divided by their sum when ``renormalize``; fp32 weights and int32 ids, both ``[T, K]``."""
+    weights, ids = probs.sort(dim=-1, descending=True, stable=True)
+    weights, ids = weights[:, :top_k].contiguous(), ids[:, :top_k].to(torch.int32)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, ids.to(torch.int32)
+    return weights, ids
+
+
+def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax of each row in fp32, then :func:`select_topk`; returns fp32 weights and int32 ids, both ``[T, K]``."""
+    check_topk_args(router_logits, top_k)
+    return select_topk(torch.softmax(router_logits.float(), dim=-1), top_k, renormalize)
 
 
 def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..cpu.moe import check_experts_args, check_topk_args, num_global_experts
+from ..cpu.moe import check_experts_args, check_topk_args, num_global_experts, select_topk
 from .activation import silu_and_mul
 
 
@@ -177,15 +177,12 @@ def _softmax_kernel(x_ptr, out_ptr, x_row_stride, E, BLOCK_E: tl.constexpr):
 
 
 def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fp32 softmax in Triton, one program per token; the selection is ``torch.topk`` on its output, so
-    ties break exactly as in the specification (a hand-written in-kernel argmax would pick the lowest index)."""
+    """The fp32 softmax in Triton, one program per token; the selection is the specification's own
+    :func:`select_topk` on its output, so ties break exactly as there (lower expert id first)."""
     check_topk_args(router_logits, top_k)
     t, e = router_logits.shape
     probs = torch.empty((t, e), dtype=torch.float32, device=router_logits.device)
     if t:
         logits = router_logits if router_logits.stride(-1) == 1 else router_logits.contiguous()
         _softmax_kernel[(t,)](logits, probs, logits.stride(0), e, BLOCK_E=triton.next_power_of_2(e))
-    weights, ids = torch.topk(probs, top_k, dim=-1)
-    if renormalize:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, ids.to(torch.int32)
+    return select_topk(probs, top_k, renormalize)

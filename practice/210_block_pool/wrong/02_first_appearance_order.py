@@ -39,9 +39,9 @@ class BlockPool:
     def share(self, blocks: list[int]) -> None:
         for b in blocks:
             self._check_id(b)
-            if self.counts[b] == 0:
-                raise ValueError(f"block {b} is free; only blocks in use can be shared")
         for b in blocks:
+            if self.counts[b] == 0:  # a free block whose contents are still wanted: it leaves the queue
+                self.free_queue.remove(b)
             self.counts[b] += 1
 
     def free(self, blocks: list[int]) -> None:

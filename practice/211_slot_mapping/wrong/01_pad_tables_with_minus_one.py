@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 
-def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: int,
-                        num_padded_tokens: int | None = None) -> dict:
+def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: int) -> dict:
     slot_mapping, query_start_loc, seq_lens = [], [0], []
     for i, (table, computed, new) in enumerate(requests):
         if computed < 0 or new < 1:
@@ -14,10 +13,6 @@ def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: 
         slot_mapping += [table[p // block_size] * block_size + p % block_size for p in range(computed, computed + new)]
         query_start_loc.append(query_start_loc[-1] + new)
         seq_lens.append(computed + new)
-    if num_padded_tokens is not None:
-        if num_padded_tokens < len(slot_mapping):
-            raise ValueError(f"num_padded_tokens={num_padded_tokens} is below the {len(slot_mapping)} tokens")
-        slot_mapping += [-1] * (num_padded_tokens - len(slot_mapping))
     width = max((len(t) for t, _, _ in requests), default=0)
     return {"slot_mapping": slot_mapping, "query_start_loc": query_start_loc, "seq_lens": seq_lens,
             "block_tables": [list(t) + [-1] * (width - len(t)) for t, _, _ in requests],

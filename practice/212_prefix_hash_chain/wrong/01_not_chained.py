@@ -11,8 +11,8 @@ def hash_block(parent_hash: str | None, token_ids: list[int]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def block_hashes(token_ids: list[int], block_size: int) -> list[str]:
-    hashes, parent = [], None
+def block_hashes(token_ids: list[int], block_size: int, parent_hash: str | None = None) -> list[str]:
+    hashes, parent = [], parent_hash
     for start in range(0, len(token_ids) - block_size + 1, block_size):
         hashes.append(hash_block(None, token_ids[start:start + block_size]))
     return hashes

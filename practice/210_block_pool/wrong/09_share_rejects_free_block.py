@@ -1,4 +1,4 @@
-# Mistake: Lets share() revive a free block instead of rejecting blocks whose count is 0.
+# Mistake: Rejects sharing a free block, as if only blocks in use could gain references, so a prefix-cache hit on a freed block fails.
 """Exercise 210: a block pool with a free queue and reference counts."""
 from __future__ import annotations
 
@@ -39,7 +39,11 @@ class BlockPool:
     def share(self, blocks: list[int]) -> None:
         for b in blocks:
             self._check_id(b)
+            if self.counts[b] == 0:
+                raise ValueError(f"block {b} is free; only blocks in use can be shared")
         for b in blocks:
+            if self.counts[b] == 0:  # a free block whose contents are still wanted: it leaves the queue
+                self.free_queue.remove(b)
             self.counts[b] += 1
 
     def free(self, blocks: list[int]) -> None:

@@ -1,0 +1,16 @@
+# Mistake: Samples only when the step computes all of the request's tokens, so decodes, prefix hits and last chunks never sample.
+"""Exercise 225: lay one scheduled step out as one token sequence."""
+from __future__ import annotations
+
+
+def prepare_inputs(scheduled: list[tuple[list[int], int, int]]) -> dict:
+    input_ids, positions, logits_indices = [], [], []
+    for i, (token_ids, start, num_new) in enumerate(scheduled):
+        if start < 0 or num_new < 1 or start + num_new > len(token_ids):
+            raise ValueError(f"request {i}: positions {start}..{start + num_new - 1} are not within its "
+                             f"{len(token_ids)} tokens")
+        input_ids += token_ids[start:start + num_new]
+        positions += range(start, start + num_new)
+        if start == 0 and num_new == len(token_ids):
+            logits_indices.append(len(input_ids) - 1)
+    return {"input_ids": input_ids, "positions": positions, "logits_indices": logits_indices}
