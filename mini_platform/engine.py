@@ -19,7 +19,7 @@ from typing import Any, Sequence, Union
 
 import torch
 
-from . import ops, platforms, plugins
+from . import ops, platforms, plugins, sampler
 from .compilation.capture_sizes import check_capture_sizes
 from .distributed.executor import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
@@ -28,7 +28,7 @@ from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
 from .model.sharding import check_tensor_parallel
 from .model_runner import build_model_runner
-from .sampler import SamplingParams, make_generator, sample
+from .sampler import SamplingParams, make_generator
 from .scheduler import Request, Scheduler
 
 Prompt = Union[str, Sequence[int]]
@@ -305,8 +305,11 @@ class LLMEngine:
         if not batch.scheduled:
             return []
         logits = self.runner.execute(batch, self.kv)
-        sampling = [s.request for s in batch.scheduled if s.samples]
-        tokens = sample(logits, [r.sampling_params for r in sampling], [r.generator for r in sampling])
+        sampler.check_logits(logits)
+        params = [s.request.sampling_params for s in batch.scheduled if s.samples]
+        generators = [s.request.generator for s in batch.scheduled if s.samples]
+        tokens = sampler.sample(logits, [p.temperature for p in params], [p.top_k for p in params],
+                                [p.top_p for p in params], generators)
         updated = self.scheduler.update(batch, tokens)
         for request in updated:
             if request.is_finished:

@@ -1,8 +1,10 @@
 """Sampling parameters and the sampler: logits of the last position -> the next token of each request.
 
-Per row: greedy (``temperature`` 0, or below 1e-5) takes the argmax; otherwise the logits are divided by the
-temperature, filtered by top-k then top-p, and one token is drawn. A request with a ``seed`` draws
+Per row: greedy (``temperature`` 0, or below 1e-5) takes the argmax; otherwise the logits are divided by
+the temperature, filtered by top-k then top-p, and one token is drawn. A request with a ``seed`` draws
 from its own ``torch.Generator``, so the same seed gives the same tokens whatever else is in the batch.
+:func:`sample` takes plain per-row lists, not :class:`SamplingParams`: it is the contract of exercise 224,
+and the engine looks it up as ``sampler.sample`` at call time, so a replacement can stand in for it.
 """
 from __future__ import annotations
 
@@ -94,26 +96,31 @@ def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gener
     return generator
 
 
-def sample(logits: torch.Tensor, params: list[SamplingParams],
-           generators: list[torch.Generator | None]) -> list[int]:
-    """One token per row of ``logits`` ``[B, V]`` (fp32). ``generators[i]`` is row i's private stream
-    or None (torch's default stream)."""
-    logits = logits.float()
+def check_logits(logits: torch.Tensor) -> None:
+    """Raise FloatingPointError naming the rows when the model produced NaN logits."""
     if bool(logits.isnan().any()):
         bad = logits.isnan().any(dim=-1).nonzero().flatten().tolist()
         raise FloatingPointError(f"the model produced NaN logits for batch row(s) {bad}: the weights or the "
                                  "activations overflowed; check the checkpoint, or run in float32")
+
+
+def sample(logits: torch.Tensor, temperatures: list[float], top_ks: list[int], top_ps: list[float],
+           generators: list[torch.Generator | None]) -> list[int]:
+    """One token per row of ``logits`` ``[B, V]`` (exercise 224). Row i is greedy (argmax, no random number)
+    when ``temperatures[i]`` is below 1e-5; otherwise its logits are divided by the temperature, filtered by
+    top-k (0 or -1: all) then top-p, and one token is drawn from ``generators[i]`` (None: torch's default stream)."""
+    logits = logits.float()
     device = logits.device
     tokens = logits.argmax(dim=-1)
-    rows = [i for i, p in enumerate(params) if not p.greedy]
+    rows = [i for i, t in enumerate(temperatures) if t >= MIN_TEMPERATURE]
     if rows:
         idx = torch.tensor(rows, device=device)
         rows_logits = logits[idx]
-        temperature = torch.tensor([params[i].temperature for i in rows], device=device)
+        temperature = torch.tensor([temperatures[i] for i in rows], device=device)
         # Shift the maximum to 0 first: a tiny temperature then sends the others to -inf, never the top to inf.
         scaled = (rows_logits - rows_logits.amax(dim=-1, keepdim=True)) / temperature.unsqueeze(-1)
-        scaled = apply_top_k(scaled, torch.tensor([params[i].top_k for i in rows], device=device))
-        scaled = apply_top_p(scaled, torch.tensor([params[i].top_p for i in rows], device=device))
+        scaled = apply_top_k(scaled, torch.tensor([top_ks[i] for i in rows], device=device))
+        scaled = apply_top_p(scaled, torch.tensor([top_ps[i] for i in rows], device=device))
         probs = scaled.softmax(dim=-1)
         for j, i in enumerate(rows):
             tokens[i] = torch.multinomial(probs[j], 1, generator=generators[i]).squeeze(0)

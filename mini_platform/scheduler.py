@@ -14,6 +14,11 @@ Each step, under a budget of ``max_num_batched_tokens`` tokens:
    it; without, it waits for a step with room for all of it. Waiting stops at the first request that
    does not fit, so no later request overtakes it.
 
+The policy is three pure functions of plain values, which the :class:`Scheduler` applies to real requests
+and KV blocks: :func:`schedule_step` (the token plan), :func:`allocate_with_preemption` (who gets blocks and
+who is preempted) and :func:`check_stop` (when a request is finished). They are looked up in this module at
+call time, so a replacement with the same contract (``setattr(scheduler, name, fn)``) runs the engine.
+
 After the model ran, :meth:`Scheduler.update` advances the counters, appends sampled tokens,
 registers newly full blocks in the prefix cache, and finishes requests that hit a stop condition.
 Pure Python, no torch.
@@ -95,12 +100,67 @@ class SchedulerOutput:
         return sum(s.num_new_tokens for s in self.scheduled)
 
 
-def check_stop(request: Request, eos_token_ids: Sequence[int], max_model_len: int) -> str | None:
-    """Why the request must finish after its latest token ("stop" / "length"), or None."""
-    params, last = request.sampling_params, request.output_token_ids[-1]
-    if last in params.stop_token_ids or (not params.ignore_eos and last in eos_token_ids):
+def schedule_step(running: list[tuple[str, int, int]], waiting: list[tuple[str, int, int]], budget: int,
+                  max_num_seqs: int, chunked: bool = True) -> list[tuple[str, int]]:
+    """The step's token plan: ``(request_id, tokens this step)`` in scheduling order (exercise 220).
+
+    Requests are ``(request_id, num_tokens, num_computed)``. ``running`` first, in order, each taking
+    ``min(what it wants, budget left)``; then ``waiting`` FCFS while the budget lasts and fewer than
+    ``max_num_seqs`` run; a prompt larger than the budget left gets a chunk (``chunked``) or stops the queue.
+    """
+    plan: list[tuple[str, int]] = []
+    for request_id, num_tokens, num_computed in running:
+        if budget == 0:
+            break
+        n = min(num_tokens - num_computed, budget)
+        if n > 0:
+            plan.append((request_id, n))
+            budget -= n
+    num_running = len(running)
+    for request_id, num_tokens, num_computed in waiting:
+        if budget == 0 or num_running >= max_num_seqs:
+            break
+        n = num_tokens - num_computed
+        if n > budget:
+            if not chunked:
+                break
+            n = budget
+        plan.append((request_id, n))
+        budget -= n
+        num_running += 1
+    return plan
+
+
+def allocate_with_preemption(running: list[tuple[str, int, int]], free_blocks: int) -> tuple[list[str], list[str]]:
+    """Give each running request ``(request_id, held, need)`` (oldest first) its ``need`` new blocks, preempting
+    the newest request left (its ``held`` blocks return to the pool) until it fits (exercise 221).
+    Returns ``(scheduled ids, preempted ids)`` in the order it happened; a request that preempts itself ends it."""
+    queue = list(running)
+    scheduled: list[str] = []
+    preempted: list[str] = []
+    i = 0
+    while i < len(queue):
+        request_id, _, need = queue[i]
+        while free_blocks < need:
+            victim_id, held, _ = queue.pop()
+            free_blocks += held
+            preempted.append(victim_id)
+            if victim_id == request_id:
+                return scheduled, preempted
+        free_blocks -= need
+        scheduled.append(request_id)
+        i += 1
+    return scheduled, preempted
+
+
+def check_stop(output_token_ids: Sequence[int], prompt_len: int, max_tokens: int, stop_token_ids: Sequence[int],
+               eos_token_ids: Sequence[int], ignore_eos: bool, max_model_len: int) -> str | None:
+    """Why a request must finish after its latest output token (exercise 222): "stop" for a stop token, or
+    EOS unless ``ignore_eos``; else "length" at ``max_tokens`` outputs or ``max_model_len`` tokens; else None."""
+    last = output_token_ids[-1]
+    if last in stop_token_ids or (not ignore_eos and last in eos_token_ids):
         return "stop"
-    if len(request.output_token_ids) >= params.max_tokens or request.num_tokens >= max_model_len:
+    if len(output_token_ids) >= max_tokens or prompt_len + len(output_token_ids) >= max_model_len:
         return "length"
     return None
 
@@ -135,32 +195,52 @@ class Scheduler:
 
     # -- the step ------------------------------------------------------------------------------------
     def schedule(self) -> SchedulerOutput:
-        budget = self.max_num_batched_tokens
+        """Plan the step's tokens with :func:`schedule_step`, give the running requests their blocks with
+        :func:`allocate_with_preemption`, then, if nobody was preempted, admit the planned waiting requests
+        (FCFS) while the KV pool has room for them."""
+        kv = self.kv
+        candidates = self._admission_candidates()
+        plan = schedule_step([(r.request_id, r.num_tokens, r.num_computed_tokens) for r in self.running],
+                             [(r.request_id, r.num_tokens, len(prefix) * kv.block_size) for r, prefix in candidates],
+                             self.max_num_batched_tokens, self.max_num_seqs, self.enable_chunked_prefill)
+        tokens = dict(plan)
+
+        # Blocks for the running requests. Preempting a request returns the blocks no older request shares:
+        # the newest goes first, so every newer sharer is gone by then.
+        running = {r.request_id: r for r in self.running}
+        demands, older_blocks = [], set()
+        for r in self.running:
+            table = kv.block_tables[r.request_id]
+            num_older = len(older_blocks)
+            older_blocks.update(table)
+            held = len(older_blocks) - num_older  # its blocks that no older request holds
+            need = kv.blocks_needed(r.num_computed_tokens + tokens.get(r.request_id, 0)) - len(table)
+            demands.append((r.request_id, held, max(need, 0)))
+        kept, preempted_ids = allocate_with_preemption(demands, kv.num_free_blocks)
+        preempted = [self._preempt(running[request_id]) for request_id in preempted_ids]
         scheduled: list[ScheduledRequest] = []
-        preempted: list[Request] = []
-
-        i = 0
-        while i < len(self.running) and budget > 0:
-            request = self.running[i]
-            n = min(request.num_tokens - request.num_computed_tokens, budget)
-            if not self._allocate_or_preempt(request, request.num_computed_tokens + n, preempted):
-                break  # it preempted itself, the newest left: everyone after it is gone too
+        for request_id in kept:
+            request, n = running[request_id], tokens.get(request_id, 0)
+            if n == 0:
+                continue
+            if not kv.allocate(request_id, request.num_computed_tokens + n):
+                raise RuntimeError(f"allocate_with_preemption scheduled request {request_id!r}, but the KV pool "
+                                   "has too few free blocks for it: it must preempt the newest requests until it fits")
             scheduled.append(ScheduledRequest(request, request.num_computed_tokens, n))
-            budget -= n
-            i += 1
+        if preempted:
+            return SchedulerOutput(scheduled, preempted)
 
-        while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
-            request = self.waiting[0]
-            prefix = self.kv.lookup_prefix(request.all_token_ids)
-            num_cached = len(prefix) * self.kv.block_size
-            n = request.num_tokens - num_cached
-            if n > budget:
-                if not self.enable_chunked_prefill:
-                    break
-                n = budget
-            if not self.kv.allocate(request.request_id, num_cached + n, prefix):
+        for request, prefix in candidates:
+            n = tokens.get(request.request_id)
+            if n is None:
                 break
-            self.waiting.popleft()
+            # An allocation above may have evicted part of the prefix looked up before it: then wait a step.
+            if kv.lookup_prefix(request.all_token_ids) != prefix:
+                break
+            num_cached = len(prefix) * kv.block_size
+            if not kv.allocate(request.request_id, num_cached + n, prefix):
+                break
+            self.waiting.remove(request)
             if request.num_preemptions == 0:
                 request.num_cached_tokens = num_cached
             request.num_computed_tokens = num_cached
@@ -168,23 +248,32 @@ class Scheduler:
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             scheduled.append(ScheduledRequest(request, num_cached, n))
-            budget -= n
         return SchedulerOutput(scheduled, preempted)
 
-    def _allocate_or_preempt(self, request: Request, num_tokens: int, preempted: list[Request]) -> bool:
-        """Make room for ``num_tokens`` of ``request``, preempting the newest running requests as needed.
-        False when ``request`` itself had to go."""
-        while not self.kv.allocate(request.request_id, num_tokens):
-            victim = self.running.pop()
-            self.kv.free(victim.request_id)
-            victim.status, victim.num_computed_tokens = RequestStatus.WAITING, 0
-            victim.num_preemptions += 1
-            self.num_preemptions += 1
-            self.waiting.appendleft(victim)
-            preempted.append(victim)
-            if victim is request:
-                return False
-        return True
+    def _admission_candidates(self) -> list[tuple[Request, list[int]]]:
+        """The head of the waiting queue that this step's budget and ``max_num_seqs`` can reach, each with its
+        cached prefix blocks (its prefix-cache hit counts as computed)."""
+        if not self.waiting or len(self.running) >= self.max_num_seqs:
+            return []
+        budget = self.max_num_batched_tokens - sum(r.num_tokens - r.num_computed_tokens for r in self.running)
+        candidates = []
+        for request in itertools.islice(self.waiting, self.max_num_seqs - len(self.running)):
+            if budget <= 0:
+                break
+            prefix = self.kv.lookup_prefix(request.all_token_ids)
+            candidates.append((request, prefix))
+            budget -= request.num_tokens - len(prefix) * self.kv.block_size
+        return candidates
+
+    def _preempt(self, request: Request) -> Request:
+        """Free the running request's blocks and put it back at the head of the waiting queue, to recompute."""
+        self.running.remove(request)
+        self.kv.free(request.request_id)
+        request.status, request.num_computed_tokens = RequestStatus.WAITING, 0
+        request.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(request)
+        return request
 
     def update(self, output: SchedulerOutput, sampled_tokens: Sequence[int]) -> list[Request]:
         """Apply a finished step: ``sampled_tokens`` holds one token per scheduled request that
@@ -199,7 +288,9 @@ class Scheduler:
                 continue
             request.output_token_ids.append(next(tokens))
             updated.append(request)
-            reason = check_stop(request, self.eos_token_ids, self.max_model_len)
+            params = request.sampling_params
+            reason = check_stop(request.output_token_ids, len(request.prompt_token_ids), params.max_tokens,
+                                params.stop_token_ids, self.eos_token_ids, params.ignore_eos, self.max_model_len)
             if reason is not None:
                 self.running.remove(request)
                 self._finish(request, reason)

@@ -6,9 +6,15 @@ import math
 import pytest
 import torch
 
-from mini_platform.sampler import SamplingParams, apply_top_k, apply_top_p, make_generator, sample
+from mini_platform.sampler import SamplingParams, apply_top_k, apply_top_p, check_logits, make_generator, sample
 
 NEG = float("-inf")
+
+
+def sample_with(logits: torch.Tensor, params: list[SamplingParams], generators: list) -> list[int]:
+    """``sample`` as the engine calls it: the per-row lists taken from each request's parameters."""
+    return sample(logits, [p.temperature for p in params], [p.top_k for p in params], [p.top_p for p in params],
+                  generators)
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -71,7 +77,7 @@ def test_greedy_rows_take_the_argmax_and_filters_restrict_samples():
               SamplingParams(temperature=0.7, top_p=1e-4), SamplingParams(temperature=1.0, top_k=3)]
     top3 = set(logits[3].topk(3).indices.tolist())
     for _ in range(20):
-        tokens = sample(logits, params, [None] * 4)
+        tokens = sample_with(logits, params, [None] * 4)
         assert tokens[:3] == logits[:3].argmax(-1).tolist()
         assert tokens[3] in top3
 
@@ -89,26 +95,41 @@ def test_seeded_sampling_does_not_depend_on_the_batch():
         for logits in steps:
             rows = list(logits[:len(others)])
             batch = torch.stack(rows[:row] + [logits[4]] + rows[row:])
-            tokens.append(sample(batch, params, gens)[row])
+            tokens.append(sample_with(batch, params, gens)[row])
         return tokens
 
     alone = run(0, [])
     assert run(2, [SamplingParams(temperature=0.5), SamplingParams(temperature=0, seed=3)]) == alone
     assert run(1, [SamplingParams(seed=7, top_k=5), SamplingParams(), SamplingParams(seed=42)]) == alone
     gen = make_generator(43)
-    assert [sample(logits[4:5], [mine], [gen])[0] for logits in steps] != alone   # another seed, other tokens
+    assert [sample_with(logits[4:5], [mine], [gen])[0] for logits in steps] != alone   # another seed, other tokens
 
 
 def test_a_tiny_temperature_acts_as_greedy_without_overflow():
     logits = torch.tensor([[5.0, 1.0, -3.0, 4.0]])
     for t in (1e-30, 1e-38, 1e-45):
-        assert sample(logits, [SamplingParams(temperature=t)], [make_generator(0)]) == [0]
+        assert sample(logits, [t], [0], [1.0], [make_generator(0)]) == [0]
 
 
 def test_temperature_flattens_the_distribution():
     logits = torch.tensor([[2.0, 0.0]])
     gen = make_generator(0)
-    cold = sum(sample(logits, [SamplingParams(temperature=0.25)], [gen])[0] for _ in range(400))
-    hot = sum(sample(logits, [SamplingParams(temperature=4.0)], [gen])[0] for _ in range(400))
+    cold = sum(sample(logits, [0.25], [0], [1.0], [gen])[0] for _ in range(400))
+    hot = sum(sample(logits, [4.0], [0], [1.0], [gen])[0] for _ in range(400))
     # P(token 1) = 1 / (1 + e^(2/T)): about 0.0003 at T=0.25 and 0.38 at T=4.
     assert cold < 10 and 110 < hot < 190
+
+
+def test_greedy_rows_draw_no_random_numbers():
+    logits = torch.tensor([[0.0, 3.0, 1.0], [1.0, 0.0, 2.0]])
+    gen, fresh = make_generator(5), make_generator(5)
+    assert sample(logits, [0.0, 9e-6], [0, 0], [1.0, 1.0], [gen, gen]) == [1, 2]
+    assert torch.equal(gen.get_state(), fresh.get_state())
+    sample(logits, [1e-5, 0.0], [0, 0], [1.0, 1.0], [gen, None])      # 1e-5 itself samples
+    assert not torch.equal(gen.get_state(), fresh.get_state())
+
+
+def test_nan_logits_are_named_by_row():
+    check_logits(torch.zeros(2, 4))
+    with pytest.raises(FloatingPointError, match=r"row\(s\) \[1\]"):
+        check_logits(torch.tensor([[0.0, 1.0], [float("nan"), 0.0]]))

@@ -12,6 +12,7 @@ import pytest
 
 from mini_platform.kv_cache import KVCacheManager
 from mini_platform.sampler import SamplingParams
+from mini_platform import scheduler as scheduler_module
 from mini_platform.scheduler import Request, RequestStatus, Scheduler, check_stop
 
 
@@ -23,6 +24,10 @@ def make(num_blocks=64, block_size=4, max_num_seqs=8, budget=16, chunked=True, m
 
 def req(rid: str, n: int, max_tokens: int = 100, first: int = 10, **params) -> Request:
     return Request(rid, list(range(first, first + n)), SamplingParams(temperature=0, max_tokens=max_tokens, **params))
+
+
+def greedy_params(max_tokens: int = 100) -> SamplingParams:
+    return SamplingParams(temperature=0, max_tokens=max_tokens)
 
 
 def plan(out) -> list[tuple[str, int, int]]:
@@ -150,8 +155,8 @@ def test_abort_frees_blocks_wherever_the_request_is():
     (dict(max_tokens=9), [5, 6], 5, "length"),                    # 3 prompt + 2 outputs reach max_model_len
 ])
 def test_stop_conditions(params, tokens, max_len, reason):
-    request = Request("r", [1, 1, 1], SamplingParams(**params), output_token_ids=tokens)
-    assert check_stop(request, (2,), max_len) == reason
+    p = SamplingParams(**params)
+    assert check_stop(tokens, 3, p.max_tokens, p.stop_token_ids, (2,), p.ignore_eos, max_len) == reason
 
 
 def test_finished_requests_leave_and_free_their_blocks():
@@ -181,6 +186,71 @@ def test_random_traces_finish_every_request_under_pressure():
             assert steps < 1000
         assert all(len(r.output_token_ids) == r.sampling_params.max_tokens for r in requests)
         assert sched.kv.num_free_blocks == 10
+
+
+def test_preemption_counts_only_the_blocks_a_victim_gives_back(monkeypatch):
+    seen = []
+
+    def recording(running, free_blocks):
+        seen.append((list(running), free_blocks))
+        return allocate(running, free_blocks)
+
+    allocate = scheduler_module.allocate_with_preemption
+    monkeypatch.setattr(scheduler_module, "allocate_with_preemption", recording)   # looked up at call time
+    sched = make(num_blocks=5, block_size=4, budget=64)
+    shared = list(range(100, 108))                   # two full blocks
+    sched.add(Request("a", shared + [1, 2], greedy_params()))
+    run_step(sched)                                  # a: 10 tokens in 3 blocks, its first two now cached
+    sched.add(Request("b", shared + [3, 4, 5], greedy_params()))
+    out = run_step(sched)                            # b adopts a's two blocks and takes one of its own
+    assert plan(out) == [("a", 10, 1), ("b", 8, 3)] and sched.kv.num_free_blocks == 1
+    run_step(sched)                                  # a: 12 tokens, b: 12 tokens, 4 blocks in use
+    out = run_step(sched)                            # a needs a 4th block: b goes, giving back only its own
+    assert seen[-1] == ([("a", 3, 1), ("b", 1, 1)], 1)
+    assert [r.request_id for r in out.preempted] == ["b"] and plan(out) == [("a", 12, 1)]
+
+
+def test_a_waiting_request_whose_prefix_hit_was_just_evicted_waits_a_step():
+    sched = make(num_blocks=5, block_size=4, budget=64)
+    x = list(range(100, 108))
+    sched.add(Request("a", [1, 2, 3], greedy_params()))
+    sched.add(Request("x", x, greedy_params(max_tokens=1)))
+    run_step(sched)                                  # x finishes: its 2 blocks are cached, least recent first
+    sched.add(Request("w", list(range(200, 208)), greedy_params(max_tokens=1)))
+    run_step(sched)                                  # w too: no empty block is left
+    sched.add(Request("y", x + [9], greedy_params()))
+    out = run_step(sched)                            # a's new block evicts x's 2nd block, which y counted on
+    assert plan(out) == [("a", 4, 1)]
+    out = run_step(sched)                            # y now gets the hit that is still there
+    assert plan(out) == [("a", 5, 1), ("y", 4, 5)]
+    tables = sched.kv.block_tables
+    assert not set(tables["a"]) & set(tables["y"])
+
+
+def test_a_preemption_function_that_overcommits_blocks_is_named(monkeypatch):
+    monkeypatch.setattr(scheduler_module, "allocate_with_preemption", lambda running, free: ([r[0] for r in running], []))
+    sched = make(num_blocks=2, block_size=4, budget=64)
+    sched.add(req("a", 4))
+    sched.add(req("b", 4, first=50))
+    run_step(sched)
+    with pytest.raises(RuntimeError, match="allocate_with_preemption scheduled request 'a'"):
+        sched.schedule()
+
+
+def test_the_policy_functions_are_looked_up_at_call_time(monkeypatch):
+    calls = {name: 0 for name in ("schedule_step", "allocate_with_preemption", "check_stop")}
+    for name in calls:
+        original = getattr(scheduler_module, name)
+
+        def counted(*args, _name=name, _original=original):
+            calls[_name] += 1
+            return _original(*args)
+        monkeypatch.setattr(scheduler_module, name, counted)
+    sched = make()
+    sched.add(req("a", 5, max_tokens=2))
+    while sched.has_unfinished():
+        run_step(sched)
+    assert calls == {"schedule_step": 2, "allocate_with_preemption": 2, "check_stop": 2}
 
 
 def test_scheduler_and_kv_cache_import_without_torch():

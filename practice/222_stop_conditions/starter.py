@@ -1,12 +1,11 @@
 """Exercise 222: stop conditions. Keep the names."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Sequence
 
 
-def generate_until_stop(stream: Iterable[int], prompt_len: int, max_tokens: int, stop_token_ids: list[int],
-                        eos_token_ids: list[int], ignore_eos: bool, max_model_len: int) -> tuple[list[int], str | None]:
-    output: list[int] = []
-    # TODO: take tokens one at a time; after each, check "stop" (stop tokens, EOS unless ignored),
-    #       then "length" (max_tokens, max_model_len); return as soon as one applies
-    raise NotImplementedError("generate_until_stop")
+def check_stop(output_token_ids: Sequence[int], prompt_len: int, max_tokens: int, stop_token_ids: Sequence[int],
+               eos_token_ids: Sequence[int], ignore_eos: bool, max_model_len: int) -> str | None:
+    # TODO: look at the last output token: "stop" for a stop token, or for EOS unless ignore_eos;
+    #       then "length" when max_tokens or max_model_len is reached; else None
+    raise NotImplementedError("check_stop")

@@ -1,77 +1,85 @@
 """Tests of exercise 222: stop conditions."""
-import itertools
 import random
 
 import pytest
 
-from submission import generate_until_stop
+from submission import check_stop
 
 
 def test_example_eos():
-    assert generate_until_stop([5, 9, 2, 7], 3, 10, [], [2], False, 100) == ([5, 9, 2], "stop")
+    assert check_stop([5, 9, 2], prompt_len=3, max_tokens=10, stop_token_ids=[], eos_token_ids=[2],
+                      ignore_eos=False, max_model_len=100) == "stop"
 
 
-def test_example_ignore_eos_and_stream_end():
-    assert generate_until_stop([5, 9, 2, 7], 3, 10, [], [2], True, 100) == ([5, 9, 2, 7], None)
+def test_example_ignore_eos():
+    assert check_stop([5, 9, 2], 3, 10, [], [2], True, 100) is None
 
 
 def test_example_context_length():
-    assert generate_until_stop(itertools.repeat(4), 3, 10, [], [2], False, 6) == ([4, 4, 4], "length")
+    assert check_stop([4, 4, 4], 3, 10, [], [2], False, 6) == "length"
 
 
-def test_stop_tokens_work_even_with_ignore_eos():
-    assert generate_until_stop([1, 8, 2], 1, 10, [8], [2], True, 100) == ([1, 8], "stop")
+def test_example_stop_token_with_ignore_eos_wins_over_max_tokens():
+    assert check_stop([7, 8], 3, 2, [8], [2], True, 100) == "stop"
+
+
+def test_no_condition_means_none():
+    assert check_stop([5], 3, 10, [8], [2], False, 100) is None
+    assert check_stop([5, 6, 7], 3, 4, [8], [2], False, 7) is None     # one below each limit
 
 
 def test_stop_wins_over_length_on_the_same_token():
-    assert generate_until_stop([1, 2], 1, 2, [], [2], False, 100) == ([1, 2], "stop")
-    assert generate_until_stop([1, 2], 1, 2, [], [2], True, 100) == ([1, 2], "length")
+    assert check_stop([1, 2], 1, 2, [], [2], False, 100) == "stop"      # EOS on the last allowed token
+    assert check_stop([1, 2], 1, 2, [], [2], True, 100) == "length"
+    assert check_stop([1, 2], 98, 10, [2], [], True, 100) == "stop"     # stop token at the context limit
 
 
-def test_max_tokens_on_an_endless_stream_takes_no_extra_token():
-    taken = []
-
-    def stream():
-        for i in itertools.count(10):
-            taken.append(i)
-            yield i
-    assert generate_until_stop(stream(), 1, 4, [], [2], False, 100) == ([10, 11, 12, 13], "length")
-    assert taken == [10, 11, 12, 13]
+def test_max_tokens_is_reached_at_equality():
+    assert check_stop([5, 6, 7], 1, 3, [], [2], False, 100) == "length"
+    assert check_stop([5, 6], 1, 3, [], [2], False, 100) is None
 
 
-def counting(tokens, taken):
-    for t in tokens:
-        taken.append(t)
-        yield t
+def test_context_length_counts_the_prompt_and_is_reached_at_equality():
+    assert check_stop([5, 6], 8, 100, [], [2], False, 10) == "length"
+    assert check_stop([5, 6], 7, 100, [], [2], False, 10) is None
+    assert check_stop([5, 6], 1, 100, [], [2], False, 2) == "length"
 
 
-@pytest.mark.parametrize("args, want", [
-    ((1, 10, [8], [2], False, 100), ([1, 8], "stop")),      # stop token
-    ((1, 10, [], [2], False, 100), ([1, 8, 2], "stop")),     # EOS
-    ((4, 10, [], [2], True, 6), ([1, 8], "length")),         # context length
-])
-def test_no_token_is_taken_after_the_finish(args, want):
-    taken = []
-    assert generate_until_stop(counting([1, 8, 2, 5, 6, 7], taken), *args) == want
-    assert taken == want[0]
+def test_ignore_eos_keeps_the_stop_tokens():
+    assert check_stop([1, 8], 1, 10, [8], [2], True, 100) == "stop"
+    assert check_stop([1, 2], 1, 10, [8], [2], True, 100) is None
 
 
-def reference(stream, prompt_len, max_tokens, stops, eos, ignore_eos, max_len):
-    out = []
-    for t in stream:
-        out.append(t)
-        if t in stops or (t in eos and not ignore_eos):
-            return out, "stop"
-        if len(out) == max_tokens or prompt_len + len(out) >= max_len:
-            return out, "length"
-    return out, None
+def test_only_the_last_token_counts():
+    assert check_stop([8, 2, 5], 1, 10, [8], [2], False, 100) is None
+
+
+def test_tuples_and_several_eos_ids():
+    assert check_stop((4, 3), 1, 10, (), (2, 3), False, 100) == "stop"
+    assert check_stop((4, 9), 1, 10, (9, 11), (2, 3), True, 100) == "stop"
+
+
+def test_the_output_is_left_as_it_is():
+    output = [5, 9, 2]
+    assert check_stop(output, 3, 3, [], [2], False, 100) == "stop"
+    assert output == [5, 9, 2]
+
+
+def reference(output, prompt_len, max_tokens, stops, eos, ignore_eos, max_len):
+    last = output[-1]
+    if last in stops or (last in eos and not ignore_eos):
+        return "stop"
+    if len(output) == max_tokens or prompt_len + len(output) >= max_len:
+        return "length"
+    return None
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_streams_match_a_reference(seed):
+def test_random_cases_match_a_reference(seed):
     rng = random.Random(seed)
-    for _ in range(100):
-        stream = [rng.randrange(12) for _ in range(rng.randint(0, 20))]
-        args = (rng.randint(1, 10), rng.randint(1, 25), rng.sample(range(12), rng.randint(0, 2)),
-                rng.sample(range(12), rng.randint(0, 2)), rng.random() < 0.3, rng.randint(5, 30))
-        assert generate_until_stop(iter(stream), *args) == reference(stream, *args), (stream, args)
+    for _ in range(200):
+        max_tokens = rng.randint(1, 12)
+        output = [rng.randrange(12) for _ in range(rng.randint(1, max_tokens))]
+        args = (rng.randint(1, 10), max_tokens, rng.sample(range(12), rng.randint(0, 2)),
+                tuple(rng.sample(range(12), rng.randint(0, 2))), rng.random() < 0.3, rng.randint(5, 30))
+        assert check_stop(list(output), *args) == reference(output, *args), (output, args)

@@ -95,3 +95,26 @@ def test_temperature_scales_logits():
     cold = sum(sample(logits, [0.2], [0], [1.0], [g])[0] == 0 for _ in range(1000)) / 1000
     # P(token 0) = 1 / (1 + e^(2/T)): 0.438 at T=8, 0.0000454 at T=0.2
     assert 0.38 < hot < 0.50 and cold < 0.01
+
+
+def test_a_temperature_below_1e5_is_greedy_and_draws_nothing():
+    logits = torch.tensor([[0.0, 5.0, 1.0], [4.0, 0.0, 3.0]])
+    g = gen(9)
+    assert sample(logits, [1e-6, 9.9e-6], [0, 0], [1.0, 1.0], [g, g]) == [1, 0]
+    assert torch.equal(g.get_state(), gen(9).get_state())
+    assert sample(logits, [1e-5, 0.0], [0, 0], [1.0, 1.0], [g, None]) == [1, 0]   # 1e-5 itself samples
+    assert not torch.equal(g.get_state(), gen(9).get_state())
+
+
+def test_top_k_above_the_vocabulary_and_minus_one_keep_all():
+    logits = torch.zeros(1, 3)
+    g = gen(10)
+    assert {sample(logits, [1.0], [5], [1.0], [g])[0] for _ in range(200)} == {0, 1, 2}
+    assert {sample(logits, [1.0], [-1], [1.0], [g])[0] for _ in range(200)} == {0, 1, 2}
+
+
+def test_top_p_ties_go_to_the_lower_token_id():
+    logits = torch.tensor([[1.0, 3.0, 0.0, 3.0, 3.0]])       # three tokens tie for the top (p = 0.31 each)
+    g = gen(12)
+    assert {sample(logits, [1.0], [0], [1e-6], [g])[0] for _ in range(100)} == {1}
+    assert {sample(logits, [1.0], [0], [0.5], [g])[0] for _ in range(300)} == {1, 3}

@@ -2,11 +2,9 @@
 """Exercise 220: one scheduling step under a token budget."""
 from __future__ import annotations
 
-Request = tuple[str, int, int]  # (request_id, num_tokens, num_computed)
 
-
-def schedule_step(running: list[Request], waiting: list[Request], budget: int, max_num_seqs: int,
-                  chunked: bool = True) -> list[tuple[str, int]]:
+def schedule_step(running: list[tuple[str, int, int]], waiting: list[tuple[str, int, int]], budget: int,
+                  max_num_seqs: int, chunked: bool = True) -> list[tuple[str, int]]:
     plan: list[tuple[str, int]] = []
     for request_id, num_tokens, num_computed in running:
         if budget == 0:

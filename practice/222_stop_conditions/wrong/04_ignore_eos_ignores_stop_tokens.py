@@ -2,16 +2,14 @@
 """Exercise 222: stop conditions."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Sequence
 
 
-def generate_until_stop(stream: Iterable[int], prompt_len: int, max_tokens: int, stop_token_ids: list[int],
-                        eos_token_ids: list[int], ignore_eos: bool, max_model_len: int) -> tuple[list[int], str | None]:
-    output: list[int] = []
-    for token in stream:
-        output.append(token)
-        if not ignore_eos and (token in stop_token_ids or token in eos_token_ids):
-            return output, "stop"
-        if len(output) >= max_tokens or prompt_len + len(output) >= max_model_len:
-            return output, "length"
-    return output, None
+def check_stop(output_token_ids: Sequence[int], prompt_len: int, max_tokens: int, stop_token_ids: Sequence[int],
+               eos_token_ids: Sequence[int], ignore_eos: bool, max_model_len: int) -> str | None:
+    last = output_token_ids[-1]
+    if not ignore_eos and (last in stop_token_ids or last in eos_token_ids):
+        return "stop"
+    if len(output_token_ids) >= max_tokens or prompt_len + len(output_token_ids) >= max_model_len:
+        return "length"
+    return None

@@ -11,7 +11,7 @@ def _filtered_probs(row: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor
         row = row.masked_fill(row < kth, float("-inf"))
     probs = row.softmax(-1)
     if top_p < 1:
-        sorted_probs, order = probs.sort(descending=True)
+        sorted_probs, order = probs.sort(descending=True, stable=True)
         drop = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p
         drop[0] = False
         probs = probs.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), 0.0)
@@ -22,7 +22,7 @@ def sample(logits: torch.Tensor, temperatures: list[float], top_ks: list[int], t
            generators: list[torch.Generator | None]) -> list[int]:
     tokens = []
     for i, row in enumerate(logits.float()):
-        if temperatures[i] == 0:
+        if temperatures[i] < 1e-5:
             tokens.append(int(row.argmax()))
             continue
         probs = _filtered_probs(row / temperatures[i], top_ks[i], top_ps[i])

@@ -1,0 +1,15 @@
+# Mistake: Looks for a stop token anywhere in the output instead of only in the token just sampled.
+"""Exercise 222: stop conditions."""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def check_stop(output_token_ids: Sequence[int], prompt_len: int, max_tokens: int, stop_token_ids: Sequence[int],
+               eos_token_ids: Sequence[int], ignore_eos: bool, max_model_len: int) -> str | None:
+    for token in output_token_ids:
+        if token in stop_token_ids or (not ignore_eos and token in eos_token_ids):
+            return "stop"
+    if len(output_token_ids) >= max_tokens or prompt_len + len(output_token_ids) >= max_model_len:
+        return "length"
+    return None

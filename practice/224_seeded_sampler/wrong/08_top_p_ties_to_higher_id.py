@@ -1,0 +1,31 @@
+# Mistake: Sorts for top-p by flipping an ascending sort, so tokens with equal probability go to the higher token id first.
+"""Exercise 224: a batched sampler with a random stream per request."""
+from __future__ import annotations
+
+import torch
+
+
+def _filtered_probs(row: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    if 0 < top_k < row.numel():
+        kth = row.topk(top_k).values[-1]
+        row = row.masked_fill(row < kth, float("-inf"))
+    probs = row.softmax(-1)
+    if top_p < 1:
+        sorted_probs, order = probs.sort(stable=True)
+        sorted_probs, order = sorted_probs.flip(0), order.flip(0)
+        drop = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p
+        drop[0] = False
+        probs = probs.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), 0.0)
+    return probs
+
+
+def sample(logits: torch.Tensor, temperatures: list[float], top_ks: list[int], top_ps: list[float],
+           generators: list[torch.Generator | None]) -> list[int]:
+    tokens = []
+    for i, row in enumerate(logits.float()):
+        if temperatures[i] < 1e-5:
+            tokens.append(int(row.argmax()))
+            continue
+        probs = _filtered_probs(row / temperatures[i], top_ks[i], top_ps[i])
+        tokens.append(int(torch.multinomial(probs, 1, generator=generators[i])))
+    return tokens
