@@ -258,14 +258,19 @@ def _difference_text(d: dict, lang: str) -> str:
         where = f"（{d['where']}）" if lang != "en" else f" ({d['where']})"
         return _tr(lang, ("{model} 模型在第 {step} 步抛出异常：{exc}{where}", "the {model} model raised at step {step}: "
                           "{exc}{where}"), model=d["model"], step=d["step"], exc=d["exception"], where=where)
+    same = _tr(lang, ("输出的 token 都对，但", "The output tokens are right, but ")) if d.get("same_tokens") else ""
     if d.get("step"):
         def token(value):
             return _tr(lang, ("没有 token", "no token")) if value is None else f"token {value}"
-        return _tr(lang, ("{model} 模型的第 {step} 步第一次不同：请求 {request} 应得到 {want}，实际是 {got}",
-                          "the {model} model first differs at engine step {step}: request {request} should get "
-                          "{want}, got {got}"),
-                   model=d["model"], step=d["step"], request=d["request"], want=token(d["expected"]),
-                   got=token(d["got"]))
+        return same + _tr(lang, ("{model} 模型的第 {step} 步第一次和参考引擎不同：请求 {request} 应得到 {want}，实际是 {got}",
+                                 "the {model} model first differs from the reference engine at engine step {step}: "
+                                 "request {request} should get {want}, got {got}"),
+                          model=d["model"], step=d["step"], request=d["request"], want=token(d["expected"]),
+                          got=token(d["got"]))
+    if d.get("same_tokens"):
+        return same + _tr(lang, ("{model} 模型的统计和参考引擎不同：应为 {want}，实际是 {got}",
+                                 "the {model} model's statistics differ from the reference engine's: expected "
+                                 "{want}, got {got}"), model=d["model"], want=d["expected_stats"], got=d["got_stats"])
     return _tr(lang, ("{model} 模型的请求 {request} 应得到 {want}，实际是 {got}",
                       "the {model} model's request {request} should get {want}, got {got}"),
                model=d["model"], request=d["request"], want=d["expected_tokens"], got=d["got_tokens"])
@@ -331,9 +336,11 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
                                   ids=", ".join(map(str, culprit["exercises"]))), "31"))
             out.append("  " + _difference_text(summary["difference"], lang))
     equal = {"equal": _tr(lang, ("是", "yes"))}.get(status, _tr(lang, ("否", "no")))
-    line = _tr(lang, ("整个引擎与 transformers 一致：{equal}（贪心请求逐 token 对照 transformers，采样请求对照全部用参考实现的引擎）",
+    line = _tr(lang, ("整个引擎与 transformers 一致：{equal}（贪心请求逐 token 对照 transformers，采样请求和每一步的调度对照"
+                      "全部用参考实现的引擎）",
                       "Whole engine equal to transformers: {equal} (greedy requests token for token against "
-                      "transformers, the sampled one against the all-reference engine)"), equal=equal)
+                      "transformers; the sampled one and every step's schedule against the all-reference engine)"),
+               equal=equal)
     out.append(colour(line, "1;32" if status == "equal" else "1;31"))
     return "\n".join(out)
 

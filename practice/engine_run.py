@@ -232,37 +232,46 @@ def run_model(model: dict, learner_files: set[str]) -> dict:
                       "prefix_hit_tokens": stats["num_prefix_hit_tokens"]}}
 
 
-def first_difference(arch: str, run: dict, expected: dict, reference_steps: list | None) -> dict:
+def first_difference(arch: str, run: dict, expected: dict, reference: dict | None) -> dict:
     """How ``run`` differs: the exception it raised, or the first request whose tokens differ from
-    ``expected`` and, given the all-reference engine's steps, the first step that differs from them."""
+    ``expected`` and, given the all-reference engine's run, the first step that differs from its steps
+    (or its statistics, when every step is the same)."""
     if "error" in run:
         return {"model": arch, **run["error"], "step": len(run["steps"]) + 1}
-    request = next(r for r, tokens in sorted(expected.items()) if run["outputs"].get(r) != tokens)
-    difference = {"model": arch, "request": request, "expected_tokens": expected[request],
-                  "got_tokens": run["outputs"].get(request), "step": None}
-    for number, (want, got) in enumerate(zip_longest(reference_steps or [], run["steps"], fillvalue=[]), start=1):
-        if reference_steps is not None and want != got:
+    request = next((r for r, tokens in sorted(expected.items()) if run["outputs"].get(r) != tokens), None)
+    difference = {"model": arch, "request": request, "expected_tokens": expected.get(request),
+                  "got_tokens": run["outputs"].get(request), "step": None, "same_tokens": request is None}
+    if reference is None:
+        return difference
+    for number, (want, got) in enumerate(zip_longest(reference["steps"], run["steps"], fillvalue=[]), start=1):
+        if want != got:
             want, got = dict(want), dict(got)
             request = min(r for r in set(want) | set(got) if want.get(r) != got.get(r))
             difference.update(step=number, request=request, expected=want.get(request), got=got.get(request))
-            break
+            return difference
+    difference.update(expected_stats=reference["stats"], got_stats=run["stats"])
     return difference
 
 
 def run_engine(models: dict, expected: dict, objects: dict[str, Any], learner_files: set[str],
                reference: dict | None) -> dict:
     """Every model with ``objects`` at their paths: calls per path, and per model whether the outputs
-    of the requests in ``expected[arch]`` equal it (and where it first differs from ``reference``'s steps)."""
+    of the requests in ``expected[arch]`` equal it and, given ``reference`` (the all-reference engine's
+    run), whether every step and the statistics equal its too: an exact part changes neither, so a part
+    that schedules, preempts or caches differently is caught even when the tokens come out the same."""
     counts = {path: 0 for path in objects}
     result = {"counts": counts, "models": {}}
     with installed(objects, counts):
         for arch, model in models.items():
             run = run_model(model, learner_files)
             equal = "error" not in run and all(run["outputs"].get(r) == t for r, t in expected[arch].items())
+            if equal and reference is not None:
+                same = reference["models"][arch]
+                equal = run["steps"] == same["steps"] and run["stats"] == same["stats"]
             result["models"][arch] = {
                 "equal": equal, "steps": run["steps"], "outputs": run.get("outputs"), "stats": run.get("stats"),
                 "difference": None if equal else first_difference(
-                    arch, run, expected[arch], reference["models"][arch]["steps"] if reference else None)}
+                    arch, run, expected[arch], reference["models"][arch] if reference else None)}
     result["equal"] = all(m["equal"] for m in result["models"].values())
     return result
 

@@ -248,3 +248,24 @@ def test_a_part_never_called_is_reported_not_exercised():
     assert [row["result"] for row in summary["parts"]] == ["ok", "not_exercised"]
     assert summary["not_exercised"] == ["mini_platform.x.g"]
     assert "x.g" in engine_parts.text(summary, "en")
+
+
+def test_a_part_that_changes_the_schedule_but_not_the_tokens_is_caught(tmp_path):
+    """221 that preempts the oldest request instead of the newest: every token comes out right, but
+    the steps differ from the all-reference engine's, which is what an exact part must not change."""
+    models = {"llama": engine_run.prepare_model("llama", str(tmp_path))}
+    expected = {"llama": dict(models["llama"]["expected"])}
+    paths = [p for e in ENGINE_EXERCISES for p in e.engine]
+    reference_objects = {p: getattr(*engine_run.owner_of(p)) for p in paths}
+    reference = engine_run.run_engine(models, expected, reference_objects, set(), None)
+    assert reference["equal"]
+    row = str(engine_run.SAMPLED_ROW)
+    expected["llama"][row] = reference["models"]["llama"]["outputs"][row]
+    wrong = PRACTICE / "221_preemption_order" / "wrong" / "01_preempts_oldest.py"
+    module = engine_run.load_learner_module(str(wrong), None, 221)
+    objects = {**reference_objects, "mini_platform.scheduler.allocate_with_preemption": module.allocate_with_preemption}
+    run = engine_run.run_engine(models, expected, objects, {str(wrong)}, reference)
+    model = run["models"]["llama"]
+    assert model["outputs"] == reference["models"]["llama"]["outputs"]   # the tokens alone would pass
+    assert not run["equal"] and model["difference"]["same_tokens"] and model["difference"]["step"] >= 1
+    assert "reference engine" in engine_parts._difference_text(model["difference"], "en")
