@@ -222,11 +222,20 @@ def execute_notebook(path: Path, execute: bool):
                          f"Fix the notebook or the code it calls, then build again.") from None
     print(end="\n" if live else "")
     log(f"{path.name} executed in {time.perf_counter() - started:.1f} s")
+    store_executed(path, nb)
+    return nb
+
+
+def store_executed(path: Path, nb) -> None:
+    """Keep ``nb``, the notebook at ``path`` executed top to bottom, as its cached execution (the
+    notebook tests store theirs too, so a build in the same test session executes nothing again)."""
+    import nbformat
+
+    folder = CACHE / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(f"{path.stem}-*.ipynb"):
         stale.unlink()
-    nbformat.write(nb, cached)
-    return nb
+    nbformat.write(nb, folder / f"{path.stem}-{notebook_key(path)}.ipynb")
 
 
 def chapter_title(nb, fallback: str) -> str:
