@@ -168,9 +168,10 @@ def build_assets(out: Path) -> None:
 # ---------------------------------------------------------------- notebooks
 
 def notebook_key(path: Path) -> str:
-    """Hash of the notebook and of the engine code its outputs come from."""
+    """Hash of the notebook and of the code its outputs come from: the engine, and the judge that the
+    closing "用你的实现跑引擎" cells run."""
     digest = hashlib.sha256(path.read_bytes())
-    for source in sorted((ROOT / "mini_platform").rglob("*.py")):
+    for source in sorted([*(ROOT / "mini_platform").rglob("*.py"), *(ROOT / "practice").glob("*.py")]):
         digest.update(source.relative_to(ROOT).as_posix().encode() + source.read_bytes())
     return digest.hexdigest()[:20]
 
