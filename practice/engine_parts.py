@@ -284,7 +284,7 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
     header = _tr(lang, ("练习", "exercise")), _tr(lang, ("部件", "part")), _tr(lang, ("调用", "calls")), \
         _tr(lang, ("结果", "result")), _tr(lang, ("用的是", "version used"))
     width = max([len(_short(r["part"])) for r in summary["parts"]] + [20])
-    wide = max(_cells(_tr(lang, label)) for label in RESULTS.values())
+    wide = max(_cells(text) for text in [header[3]] + [_tr(lang, RESULTS[r["result"]]) for r in summary["parts"]])
     out.append(f"  {_pad(header[0], 8)} {_pad(header[1], width)} {_pad(header[2], 6)} {_pad(header[3], wide)} {header[4]}")
     for row in summary["parts"]:
         calls = "?" if row["calls"] is None else str(row["calls"])
