@@ -5,11 +5,16 @@ the same function the local judge's child process calls; it gives every run a fr
 forgets the modules the previous run imported, so one long-lived interpreter serves many runs. The
 page shows ``render.view`` of it, the presentation the local judge prints.
 
-One thing is kept between runs: pytest's assertion rewriting of a test file, which costs more than
+Two things are kept between runs. First, pytest's assertion rewriting of a test file, which costs more than
 running most exercises' tests. The rewritten code depends only on the file's bytes (the pytest.ini
 ``run_tests`` writes is the same every time), so it is reused for the same bytes, with the file name
 of the new run directory put back into every code object (tracebacks point at the new file).
 :func:`prepare` rewrites the page's test file as soon as the worker is ready, before the first Run.
+Second, the argument names pluggy and pytest read from the signatures of their own hook and fixture
+functions as every run registers its plugins (about a tenth of a warm run): the same functions are
+registered each run, so the names are remembered per function. Only functions defined in
+site-packages (pytest, pluggy, the judge) are remembered, never one of a run's own files, so nothing
+of a run is kept alive by this.
 """
 from __future__ import annotations
 
@@ -21,11 +26,14 @@ from pathlib import Path
 
 import judge_core
 import render
+import pluggy._hooks
+from _pytest import fixtures
 from _pytest.assertion import rewrite
 
 INPUTS = Path("/tmp/inputs")
 RUNS = Path("/tmp/runs")
 REWRITTEN_KEPT = 8   # test files whose rewritten code is kept (a page judges one; the cache stays small)
+SITE_PACKAGES = os.path.dirname(os.path.dirname(pluggy._hooks.__file__)) + os.sep
 sys.dont_write_bytecode = True
 _rewritten: dict[bytes, types.CodeType] = {}
 _rewrite_test = rewrite._rewrite_test
@@ -51,6 +59,28 @@ def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeTy
 
 
 rewrite._rewrite_test = _cached_rewrite_test
+
+
+def _remembered(compute):
+    """``compute(func, ...)`` remembered per function and arguments, for functions that outlive every
+    run: plain functions or bound methods whose code lies in site-packages."""
+    cache: dict = {}
+
+    def remembered(func, *args, **kwargs):
+        function = getattr(func, "__func__", func)
+        code = getattr(function, "__code__", None)
+        if not isinstance(function, types.FunctionType) or code is None or not code.co_filename.startswith(SITE_PACKAGES):
+            return compute(func, *args, **kwargs)
+        key = (function, function is not func, args, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = compute(func, *args, **kwargs)
+        return cache[key]
+
+    return remembered
+
+
+pluggy._hooks.varnames = _remembered(pluggy._hooks.varnames)
+fixtures.getfuncargnames = _remembered(fixtures.getfuncargnames)
 
 
 def prepare(test_source: str) -> None:
