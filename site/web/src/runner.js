@@ -57,7 +57,8 @@ class Runner {
       () => this.onState("ready"),
       (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime, test: data.test });
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime, test: data.test,
+                             rewritten: data.rewritten });
   }
 
   restart() {
