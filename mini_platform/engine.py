@@ -297,6 +297,10 @@ class LLMEngine:
     # -- the step -------------------------------------------------------------------------------------
     def step(self) -> list[RequestOutput]:
         """Run one batch; returns an output for every request that got a new token (finished or not)."""
+        return [self._output(request) for request in self._advance()]
+
+    def _advance(self) -> list[Request]:
+        """Run one batch; returns the requests that got a new token (the finished ones are forgotten here)."""
         batch = self.scheduler.schedule()
         if not batch.scheduled:
             return []
@@ -306,12 +310,11 @@ class LLMEngine:
         generators = [s.request.generator for s in batch.scheduled if s.samples]
         tokens = sampler.sample(logits, [p.temperature for p in params], [p.top_k for p in params],
                                 [p.top_p for p in params], generators)
-        outputs = []
-        for request in self.scheduler.update(batch, tokens):
-            outputs.append(self._output(request))
+        updated = self.scheduler.update(batch, tokens)
+        for request in updated:
             if request.is_finished:
                 del self.requests[request.request_id]
-        return outputs
+        return updated
 
     def close(self) -> None:
         """Stop the worker processes of a tensor-parallel engine (nothing to do in one process)."""
@@ -386,9 +389,9 @@ class LLM:
             for ids, p in zip(prompt_ids, params):
                 request_ids.append(engine.add_request(ids, p))
             while engine.has_unfinished_requests():
-                for out in engine.step():
-                    if out.finished:
-                        finished[out.request_id] = out
+                for request in engine._advance():  # outputs only for the finished: nothing streams here
+                    if request.is_finished:
+                        finished[request.request_id] = engine._output(request)
         except BaseException:  # an error or Ctrl+C: drop this call's requests so the engine stays usable
             for rid in request_ids:
                 engine.abort(rid)

@@ -112,11 +112,12 @@ def find_cached_prefix(token_ids: list[int], block_size: int, cached: dict[str, 
     At least one token is always left to compute (its logits give the next token), so only blocks lying
     entirely within ``token_ids[:-1]`` can hit: a prompt that is entirely cached recomputes its last block.
     """
-    hit = []
-    for h in block_hashes(token_ids[:-1], block_size):
-        if h not in cached:
-            break
-        hit.append(cached[h])
+    hit, parent = [], None
+    for start in range(0, len(token_ids) - block_size, block_size):  # blocks within token_ids[:-1]
+        parent = hash_block(parent, token_ids[start:start + block_size])
+        if parent not in cached:
+            break  # nothing after a miss can hit: its chain runs through the missing block
+        hit.append(cached[parent])
     return len(hit) * block_size, hit
 
 

@@ -198,7 +198,10 @@ class ModelRunner:
             hidden = self.graphs.replay(graph_size, metadata)
             self.graph_stats.num_graph_steps += 1
             self.graph_stats.num_padded_tokens += graph_size - len(step.seq_lens)
-        return self.model.compute_logits(hidden[torch.tensor(step.sample_rows, dtype=torch.long, device=self.device)])
+        rows = step.sample_rows
+        if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
+            return self.model.compute_logits(hidden[:len(rows)])
+        return self.model.compute_logits(hidden[torch.tensor(rows, dtype=torch.long, device=self.device)])
 
 
 def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:

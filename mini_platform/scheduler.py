@@ -59,10 +59,15 @@ class Request:
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache at the first admission
     num_preemptions: int = 0
     finish_reason: str | None = None  # "stop", "length" or "abort"
+    # Prompt then outputs, kept up to date by append_output: read every step, never rebuilt.
+    all_token_ids: list[int] = field(init=False, repr=False)
 
-    @property
-    def all_token_ids(self) -> list[int]:
-        return self.prompt_token_ids + self.output_token_ids
+    def __post_init__(self) -> None:
+        self.all_token_ids = self.prompt_token_ids + self.output_token_ids
+
+    def append_output(self, token: int) -> None:
+        self.output_token_ids.append(token)
+        self.all_token_ids.append(token)
 
     @property
     def num_tokens(self) -> int:
@@ -286,7 +291,7 @@ class Scheduler:
             self.kv.cache_full_blocks(request.request_id, request.all_token_ids, s.end)
             if not s.samples:
                 continue
-            request.output_token_ids.append(next(tokens))
+            request.append_output(next(tokens))
             updated.append(request)
             params = request.sampling_params
             reason = check_stop(request.output_token_ids, len(request.prompt_token_ids), params.max_tokens,

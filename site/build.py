@@ -192,9 +192,10 @@ def build_assets(out: Path) -> None:
 # ---------------------------------------------------------------- notebooks
 
 def notebook_key(path: Path) -> str:
-    """Hash of the notebook and of the engine code its outputs come from."""
+    """Hash of the notebook and of the code its outputs come from: the engine, and the judge that the
+    closing "用你的实现跑引擎" cells run."""
     digest = hashlib.sha256(path.read_bytes())
-    for source in sorted((ROOT / "mini_platform").rglob("*.py")):
+    for source in sorted([*(ROOT / "mini_platform").rglob("*.py"), *(ROOT / "practice").glob("*.py")]):
         digest.update(source.relative_to(ROOT).as_posix().encode() + source.read_bytes())
     return digest.hexdigest()[:20]
 
@@ -246,11 +247,20 @@ def execute_notebook(path: Path, execute: bool):
                          f"Fix the notebook or the code it calls, then build again.") from None
     print(end="\n" if live else "")
     log(f"{path.name} executed in {time.perf_counter() - started:.1f} s")
+    store_executed(path, nb)
+    return nb
+
+
+def store_executed(path: Path, nb) -> None:
+    """Keep ``nb``, the notebook at ``path`` executed top to bottom, as its cached execution (the
+    notebook tests store theirs too, so a build in the same test session executes nothing again)."""
+    import nbformat
+
+    folder = CACHE / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(f"{path.stem}-*.ipynb"):
         stale.unlink()
-    nbformat.write(nb, cached)
-    return nb
+    nbformat.write(nb, folder / f"{path.stem}-{notebook_key(path)}.ipynb")
 
 
 def chapter_title(nb, fallback: str) -> str:

@@ -117,7 +117,8 @@ def test_loop_specification_matches_dense_sdpa(case):
 @pytest.mark.parametrize("seed", range(16))
 def test_batched_cpu_kernel_matches_the_loop_specification(seed):
     """The engine's batched ``cpu`` kernel against the loop on random batches: decodes, prompts, chunks and
-    requests with no query mixed; GQA/MQA/MHA; KV lengths on, just before and just after block boundaries."""
+    requests with no query mixed; GQA/MQA/MHA; KV lengths on, just before and just after block boundaries;
+    NaN in every slot no request has written and invalid block ids in unused block-table columns."""
     import random
     from mini_platform.ops.cpu.attention import paged_attention, paged_attention_reference
     rng = random.Random(seed)
@@ -130,6 +131,15 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed):
         requests.append((cached, query))
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
+    _, key_cache, value_cache, block_tables, _, seq_lens = batch
+    written = torch.zeros(key_cache.shape[:2], dtype=torch.bool)
+    for b, seq_len in enumerate(seq_lens.tolist()):
+        used = -(-seq_len // block_size)
+        for p in range(seq_len):
+            written[block_tables[b, p // block_size], p % block_size] = True
+        block_tables[b, used:] = -1 if seed % 2 else 10**6  # unused columns: never read, so any value is fine
+    for cache in (key_cache, value_cache):
+        cache[~written] = float("nan")  # slots never written may hold anything
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape

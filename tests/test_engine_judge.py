@@ -6,6 +6,8 @@ exercise's tests, a starter and a missing file. The rest checks the pieces in-pr
 """
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.util
 import inspect
 import json
@@ -269,3 +271,26 @@ def test_a_part_that_changes_the_schedule_but_not_the_tokens_is_caught(tmp_path)
     assert model["outputs"] == reference["models"]["llama"]["outputs"]   # the tokens alone would pass
     assert not run["equal"] and model["difference"]["same_tokens"] and model["difference"]["step"] >= 1
     assert "reference engine" in engine_parts._difference_text(model["difference"], "en")
+
+
+def test_the_engines_own_parts_pass_their_exercises_tests(tmp_path):
+    """Same contract in behaviour, not only in signature: each exercise's tests, run on the engine's own
+    objects (the solution's file with every top-level name the engine's module also has imported from the
+    engine instead: the part, its error class, the helpers it shares), accept them."""
+    import sandbox
+
+    jobs = []
+    for exercise in ENGINE_EXERCISES:
+        source = exercise.file("solution.py").read_text(encoding="utf-8")
+        names = {node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        imports = []
+        for module in sorted({path.rsplit(".", 1)[0] for path in exercise.engine}):
+            shared = sorted(name for name in names if hasattr(importlib.import_module(module), name))
+            imports.append(f"from {module} import {', '.join(shared)}")
+        file = tmp_path / f"{exercise.name}.py"
+        file.write_text(source + "\n\n# The engine's own objects replace the solution's.\n" + "\n".join(imports) + "\n")
+        jobs.append((exercise, file))
+    verdicts = sandbox.run_jobs(jobs, timeout=300, memory_mb=4096)
+    failed = {exercise.id: (verdict["status"], verdict.get("message", "")) for (exercise, _), verdict in
+              zip(jobs, verdicts) if verdict["status"] != "accepted"}
+    assert not failed, failed

@@ -7,6 +7,7 @@ asserted, since tests never assert wall-clock time.
 """
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 
@@ -17,6 +18,13 @@ from nbclient import NotebookClient
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 300  # a hung cell fails the test instead of hanging the suite
+
+
+def site_build():
+    spec = importlib.util.spec_from_file_location("site_build", NOTEBOOK_DIR.parent / "site" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 pytestmark = pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 
@@ -42,3 +50,4 @@ def test_notebook_executes_top_to_bottom(path, record_property):
     skipped = [index for index, cell in enumerate(notebook.cells)
                if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None]
     assert not skipped, f"{path.name}: code cells {skipped} did not run"
+    site_build().store_executed(path, notebook)   # the site build (tests/test_site.py) then reuses it

@@ -9,6 +9,8 @@ columns past the step's longest row keep earlier values: valid block ids, never 
 """
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from ..model.paged_attention import AttentionMetadata
@@ -19,19 +21,25 @@ PAD_SLOT_ID = -1
 class InputBuffers:
     """``input_ids``/``positions`` (int64) and ``slot_mapping`` (int32) of ``max_num_tokens``;
     ``block_tables`` int32 ``[max_num_seqs, max_blocks_per_seq]``, ``seq_lens`` int32 ``[max_num_seqs]``
-    and ``query_start_loc`` int32 ``[max_num_seqs + 1]``."""
+    and ``query_start_loc`` int32 ``[max_num_seqs + 1]``.
+
+    Values are written on the host through numpy views of CPU tensors, one fast conversion per list (the V1
+    engine of vLLM pairs CPU and device buffers the same way: ``CpuGpuBuffer.np`` in ``vllm/v1/utils.py``).
+    On the CPU those tensors are the buffers; on another device each step copies the part it filled across."""
+
+    FIELDS = ("input_ids", "positions", "slot_mapping", "block_tables", "seq_lens", "query_start_loc")
 
     def __init__(self, max_num_tokens: int, max_num_seqs: int, max_blocks_per_seq: int,
                  device: str | torch.device = "cpu") -> None:
-        def zeros(*shape: int, dtype: torch.dtype) -> torch.Tensor:
-            return torch.zeros(*shape, dtype=dtype, device=device)
-
-        self.input_ids = zeros(max_num_tokens, dtype=torch.long)
-        self.positions = zeros(max_num_tokens, dtype=torch.long)
-        self.slot_mapping = torch.full((max_num_tokens,), PAD_SLOT_ID, dtype=torch.int32, device=device)
-        self.block_tables = zeros(max_num_seqs, max_blocks_per_seq, dtype=torch.int32)
-        self.seq_lens = zeros(max_num_seqs, dtype=torch.int32)
-        self.query_start_loc = zeros(max_num_seqs + 1, dtype=torch.int32)
+        self.device = torch.device(device)
+        shapes = ((max_num_tokens,), (max_num_tokens,), (max_num_tokens,), (max_num_seqs, max_blocks_per_seq),
+                  (max_num_seqs,), (max_num_seqs + 1,))
+        dtypes = (torch.long, torch.long, torch.int32, torch.int32, torch.int32, torch.int32)
+        self.host = {name: torch.zeros(shape, dtype=dtype) for name, shape, dtype in zip(self.FIELDS, shapes, dtypes)}
+        self.host["slot_mapping"].fill_(PAD_SLOT_ID)
+        self._np = {name: t.numpy() for name, t in self.host.items()}
+        for name, t in self.host.items():
+            setattr(self, name, t if self.device.type == "cpu" else t.to(self.device))
 
     def fill(self, input_ids: list[int], positions: list[int], slots: list[int], block_tables: list[list[int]],
              seq_lens: list[int], query_lens: list[int], num_tokens: int | None = None,
@@ -47,24 +55,24 @@ class InputBuffers:
         if num_tokens - t != num_seqs - b or num_tokens < t:
             raise ValueError(f"padding must add one token per padding request: {t} -> {num_tokens} tokens, "
                              f"{b} -> {num_seqs} requests")
-        if any(len(row) > width for row in block_tables):
-            raise ValueError(f"a block table has more than max_blocks_per_seq={width} blocks")
-        pad_t, pad_b = num_tokens - t, num_seqs - b
-        starts = [0]
-        for n in query_lens + [1] * pad_b:
-            starts.append(starts[-1] + n)
-
-        def put(buffer: torch.Tensor, values: list) -> None:
-            buffer[:len(values)].copy_(torch.tensor(values, dtype=buffer.dtype), non_blocking=True)
-
-        put(self.input_ids, input_ids + [0] * pad_t)
-        put(self.positions, positions + [0] * pad_t)
-        put(self.slot_mapping, slots + [PAD_SLOT_ID] * pad_t)
-        put(self.seq_lens, seq_lens + [0] * pad_b)
-        put(self.query_start_loc, starts)
         used = max(map(len, block_tables), default=1)  # O(B x longest row), not O(B x max_blocks_per_seq)
-        rows = [row + [0] * (used - len(row)) for row in block_tables] + [[0] * used] * pad_b
-        self.block_tables[:num_seqs, :used].copy_(torch.tensor(rows, dtype=torch.int32), non_blocking=True)
+        if used > width:
+            raise ValueError(f"a block table has more than max_blocks_per_seq={width} blocks")
+        np = self._np
+        for name, values, pad in (("input_ids", input_ids, 0), ("positions", positions, 0),
+                                  ("slot_mapping", slots, PAD_SLOT_ID)):
+            np[name][:t] = values
+            np[name][t:num_tokens] = pad
+        np["seq_lens"][:b] = seq_lens
+        np["seq_lens"][b:num_seqs] = 0
+        np["query_start_loc"][:num_seqs + 1] = list(itertools.accumulate(query_lens + [1] * (num_seqs - b), initial=0))
+        if b:
+            np["block_tables"][:b, :used] = [row + [0] * (used - len(row)) for row in block_tables]
+        np["block_tables"][b:num_seqs, :used] = 0
+        if self.device.type != "cpu":
+            for name, rows in zip(self.FIELDS, (num_tokens, num_tokens, num_tokens, num_seqs, num_seqs, num_seqs + 1)):
+                part = (slice(rows), slice(used)) if name == "block_tables" else slice(rows)
+                getattr(self, name)[part].copy_(self.host[name][part], non_blocking=True)
 
     def metadata(self, num_tokens: int, num_seqs: int, max_query_len: int) -> AttentionMetadata:
         """Views of the first ``num_tokens`` tokens and ``num_seqs`` requests."""

@@ -219,10 +219,10 @@ class Attention(nn.Module):
                     "v_proj": Shard(0, heads.kv_start * hd, config.kv_size)})
         self.o_proj = RowParallelLinear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
         self.rotary_emb = rotary
+        self.qkv_sizes = [q_rows, kv_rows, kv_rows]
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
-        q, k, v = self.qkv_proj(hidden).split([self.qkv_proj.parts["q_proj"], self.qkv_proj.parts["k_proj"],
-                                               self.qkv_proj.parts["v_proj"]], dim=-1)
+        q, k, v = self.qkv_proj(hidden).split(self.qkv_sizes, dim=-1)
         q, k = self.rotary_emb(positions, q, k)
         t = hidden.shape[0]
         out = attention(self.layer_idx, q.view(t, self.num_heads, self.head_dim),

@@ -18,6 +18,8 @@ graph is being captured, the two decode-step kernels take a fixed-shape form ins
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 
@@ -55,12 +57,15 @@ def check_attention_args(query: torch.Tensor, key_cache: torch.Tensor, value_cac
 
 
 def _check_values(query: torch.Tensor, block_size: int, block_tables: torch.Tensor,
-                  query_start_loc: list[int], seq_lens: list[int]) -> None:
+                  query_start_loc: Sequence[int], seq_lens: list[int]) -> None:
     if query_start_loc[0] != 0 or query_start_loc[-1] > query.shape[0]:
         raise ValueError(f"query_start_loc must start at 0 and end at most at num_tokens={query.shape[0]}, "
                          f"got {query_start_loc}")
     capacity = block_tables.shape[1] * block_size
-    for b, seq_len in enumerate(seq_lens):
+    bounds = zip(query_start_loc, query_start_loc[1:], seq_lens)
+    if all(0 <= end - start <= seq_len <= capacity for start, end, seq_len in bounds):
+        return
+    for b, seq_len in enumerate(seq_lens):  # name the first bad request
         q_len = query_start_loc[b + 1] - query_start_loc[b]
         if not 0 <= q_len <= seq_len <= capacity:
             raise ValueError(f"request {b}: need 0 <= query length ({q_len}) <= seq_len ({seq_len}) <= "
@@ -87,11 +92,14 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
                          f"[num_blocks, block_size, {key.shape[1]}, {key.shape[2]}] to hold key {tuple(key.shape)}")
     num_blocks, block_size = key_cache.shape[:2]
     slots = slot_mapping.long()
-    keep = slots >= 0
-    if not bool(keep.all()):
+    if not slots.numel():
+        return
+    low, high = (int(x) for x in slots.aminmax())
+    if high >= num_blocks * block_size:
+        raise ValueError(f"slot {high} is outside the cache ({num_blocks} blocks x {block_size} slots)")
+    if low < 0:
+        keep = slots >= 0
         slots, key, value = slots[keep], key[keep], value[keep]
-    if slots.numel() and int(slots.max()) >= num_blocks * block_size:
-        raise ValueError(f"slot {int(slots.max())} is outside the cache ({num_blocks} blocks x {block_size} slots)")
     blocks, offsets = slots // block_size, slots % block_size
     key_cache.index_put_((blocks, offsets), key.to(key_cache.dtype))
     value_cache.index_put_((blocks, offsets), value.to(value_cache.dtype))
@@ -135,32 +143,32 @@ def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tab
     """K and V of several requests gathered slot by slot into fp32 ``[B, max_len, nkv, hd]``, and the mask
     ``[B, max_len]`` of the positions each request has written (``< seq_len``).
 
-    Positions past a request's ``seq_len`` read its last written slot again: slots never written (the rest of
-    its last block, unused block-table entries) may hold anything, NaN included, which a mask alone lets through.
+    Positions past a request's ``seq_len`` read its last written slot again, never their own: slots never written
+    (the rest of its last block) may hold anything, NaN included, which a mask alone lets through, and unused
+    block-table entries may not even be block ids. Every request given here has ``seq_len >= 1``.
     """
     block_size = key_cache.shape[1]
-    positions = torch.arange(max_len, device=key_cache.device)[None, :]
-    clamped = torch.minimum(positions, seq_lens[:, None] - 1)                                    # [B, L]
-    slots = block_tables.long().gather(1, clamped // block_size) * block_size + clamped % block_size
-    k, v = (cache.flatten(0, 1).index_select(0, slots.flatten()).unflatten(0, slots.shape).float()
+    num_blocks = -(-max_len // block_size)
+    offsets = torch.arange(block_size, device=key_cache.device)
+    slots = (block_tables[:, :num_blocks].long()[:, :, None] * block_size + offsets).flatten(1)[:, :max_len]
+    written = torch.arange(max_len, device=key_cache.device) < seq_lens[:, None]              # [B, L]
+    slots = torch.where(written, slots, slots.gather(1, seq_lens[:, None].long() - 1)).flatten()
+    k, v = (cache.flatten(0, 1).index_select(0, slots).unflatten(0, written.shape).float()
             for cache in (key_cache, value_cache))
-    return k, v, positions < seq_lens[:, None]
+    return k, v, written
 
 
 def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                    block_tables: torch.Tensor, rows: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
-                    scale: float) -> torch.Tensor:
-    """Requests with one query each (row ``rows[b]``, the last position): it sees every written key.
+                    block_tables: torch.Tensor, seq_lens: torch.Tensor, max_len: int, scale: float) -> torch.Tensor:
+    """Requests with one query each (``query`` ``[B, nh, hd]``, the last position): it sees every written key.
     Returns their outputs ``[B, nh, hd]`` in the query's dtype.
 
     Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
     ``nh // nkv`` queries against it, so K/V are never repeated per head."""
     k, v, written = _gather_padded(key_cache, value_cache, block_tables, seq_lens, max_len)
-    num_kv_heads = k.shape[2]
-    q = query[rows].float().unflatten(1, (num_kv_heads, -1))                       # [B, nkv, nh // nkv, hd]
-    bias = torch.zeros(written.shape, device=q.device).masked_fill_(~written, float("-inf"))   # additive mask
-    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias[:, None, None],
-                                            scale=scale)
+    q = query.float().unflatten(1, (k.shape[2], -1))                                # [B, nkv, nh // nkv, hd]
+    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2),
+                                            attn_mask=written[:, None, None], scale=scale)
     return result.flatten(1, 2).to(query.dtype)
 
 
@@ -197,12 +205,11 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
     if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
-        return _attend_decodes(query, key_cache, value_cache, block_tables, query_start_loc[:-1].long(),
-                               seq_lens.long(), max(lens), scale)
+        return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
     out = torch.zeros_like(query)
     if decodes:
         rows = torch.tensor([starts[b] for b in decodes], device=query.device)
-        out[rows] = _attend_decodes(query, key_cache, value_cache, block_tables[decodes], rows,
+        out[rows] = _attend_decodes(query[rows], key_cache, value_cache, block_tables[decodes],
                                     torch.tensor([lens[b] for b in decodes], device=query.device),
                                     max(lens[b] for b in decodes), scale)
     prompts = [b for b, n in enumerate(q_lens) if n > 1]
@@ -222,11 +229,16 @@ def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch
 
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
-    """One query per sequence: the mixed-batch case where every request has exactly one query token."""
+    """One query per sequence: the mixed-batch case where every request has exactly one query token
+    (checked as :func:`paged_attention` checks it, then run as one decode batch)."""
     if is_capturing():
         return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
-    return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
-                           seq_lens, scale)
+    check_attention_args(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens), seq_lens)
+    lens = seq_lens.tolist()
+    _check_values(query, key_cache.shape[1], block_tables, range(len(lens) + 1), lens)
+    if not lens:
+        return torch.zeros_like(query)
+    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
 
 
 # -- fixed-shape forms for graph capture ------------------------------------------------------------------
