@@ -119,9 +119,9 @@ def ensure_wheels() -> list[Path]:
     return [folder / name for name in WHEELS]
 
 
-def build_runtime(out: Path, wheels: list[Path]) -> None:
+def build_runtime(out: Path, wheels: list[Path]) -> Path:
     """Copy Pyodide; add the precompiled standard library, site-packages and the warm interpreter
-    snapshot (all made by precompile.mjs, cached by the hash of their inputs)."""
+    snapshot (all made by precompile.mjs, cached by the hash of their inputs); return that cache."""
     pyodide = WEB / "node_modules" / "pyodide"
     key = hashlib.sha256()
     for path in (pyodide / "package.json", WEB / "src" / "precompile.mjs", *wheels, *RUNNER_MODULES):
@@ -143,6 +143,30 @@ def build_runtime(out: Path, wheels: list[Path]) -> None:
     (out / "runtime").mkdir()
     for name in RUNTIME_FILES:
         copy_compressed(compiled / name, out / "runtime" / name, compiled)
+    return compiled
+
+
+def build_rewritten_tests(out: Path, compiled: Path, exercises: list[Exercise]) -> dict[int, str]:
+    """runtime/tests/HASH.bin: each browser exercise's test file with pytest's assertion rewriting
+    done (rewrite.mjs), which the worker loads instead of rewriting it as the page opens. Cached
+    beside the runtime they were made with, by the test file's hash; returns exercise id -> file name."""
+    folder = compiled / "tests"
+    names, missing = {}, []
+    for ex in exercises:
+        if ex.pure_python:
+            test = ex.file("test.py")
+            names[ex.id] = hashlib.sha256(test.read_bytes()).hexdigest()[:16] + ".bin"
+            if not (folder / names[ex.id]).is_file():
+                missing += [str(test), str(folder / names[ex.id])]
+    if missing:
+        log(f"rewriting the assertions of {len(missing) // 2} browser test file(s) with Pyodide under Node")
+        folder.mkdir(exist_ok=True)
+        run(["node", str(WEB / "src" / "rewrite.mjs"), str(WEB / "node_modules" / "pyodide"), str(compiled), *missing],
+            WEB, "rewriting test files")
+    (out / "runtime" / "tests").mkdir()
+    for name in set(names.values()):
+        shutil.copy2(folder / name, out / "runtime" / "tests" / name)
+    return names
 
 
 def copy_compressed(source: Path, dest: Path, cache: Path) -> None:
@@ -367,7 +391,7 @@ def runtime_sizes(out: Path) -> dict:
     return {name: (out / "runtime" / name).stat().st_size for name in ("site-packages.zip", "snapshot.bin", "stdlib.zip")}
 
 
-def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[dict]) -> None:
+def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[dict], rewritten: dict[int, str]) -> None:
     by_number = {c["number"]: c for c in chapters}
     sizes = runtime_sizes(out)
     for i, ex in enumerate(exercises):
@@ -380,6 +404,7 @@ def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[di
         if ex.pure_python:
             data["test"] = ex.file("test.py").read_text(encoding="utf-8")
             data["runtime"] = sizes
+            data["rewritten"] = rewritten[ex.id]
         chapter = by_number.get(ex.chapter)
         section = ""
         if chapter and 'id="练习"' in chapter["body"]:
@@ -388,6 +413,7 @@ def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[di
         write(out / "exercises" / f"{ex.id}.html", env.get_template("exercise.html.j2").render(
             root="../", ex=ex, zh=markdown(zh), en=markdown(en), shared=markdown(shared) if shared else "",
             data=script_json(data), starter=highlight(data["starter"]), chapter=chapter, section=section,
+            rewritten=data.get("rewritten"),
             tests=highlight(ex.file("test.py").read_text(encoding="utf-8")),
             solution=highlight(ex.file("solution.py").read_text(encoding="utf-8")), hints=hints,
             prev=exercises[i - 1] if i else None, next=following))
@@ -447,11 +473,12 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None
         shutil.rmtree(out)
     out.mkdir(parents=True)
     (out / BUILD_MARKER).write_text("made by site/build.py; the whole folder is replaced on each build\n")
-    build_runtime(out, wheels)
+    compiled = build_runtime(out, wheels)
+    rewritten = build_rewritten_tests(out, compiled, exercises)
     build_assets(out)
     env = templates()
     chapters = [] if only_exercises else build_chapters(out, env, execute, exercises)
-    build_exercises(out, env, exercises, chapters)
+    build_exercises(out, env, exercises, chapters, rewritten)
     write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
                                                                         exercises=exercises))
     build_engine_page(out, env, exercises)

@@ -254,39 +254,55 @@ def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
     assert "python practice/judge.py engine --parts 201,203" in html
 
 
-def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_path, monkeypatch):
-    """site/web/src/browser_runner.py keeps pytest's assertion rewriting of a test file between runs
-    (run here under CPython): after prepare() or a first run, a run rewrites nothing and gives the same
-    verdict, tracebacks and compared values included, pointing at the new run's file."""
+@pytest.fixture
+def browser_runner(tmp_path, monkeypatch):
+    """site/web/src/browser_runner.py imported under CPython, with what it patches restored afterwards."""
+    import pluggy._hooks
+    from _pytest import fixtures
     from _pytest.assertion import rewrite
 
     monkeypatch.syspath_prepend(str(ROOT / "site" / "web" / "src"))
     monkeypatch.syspath_prepend(str(ROOT / "practice"))
-    monkeypatch.setattr(rewrite, "_rewrite_test", rewrite._rewrite_test)   # restored after the test
+    monkeypatch.setattr(rewrite, "_rewrite_test", rewrite._rewrite_test)
+    monkeypatch.setattr(pluggy._hooks, "varnames", pluggy._hooks.varnames)
+    monkeypatch.setattr(fixtures, "getfuncargnames", fixtures.getfuncargnames)
     monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
     monkeypatch.delitem(sys.modules, "browser_runner", raising=False)
     import browser_runner
 
     monkeypatch.setattr(browser_runner, "INPUTS", tmp_path / "inputs")
     monkeypatch.setattr(browser_runner, "RUNS", tmp_path / "runs")
-    test = ("from submission import f\n\ndef test_ok():\n    assert f(1) == 2\n\n"
-            "def test_wrong():\n    assert f(2) == [3, 4]\n\ndef test_raises():\n    f(None)\n")
-    submission = "def f(x):\n    return x + 1\n"
+    return browser_runner
+
+
+RUNNER_TEST = ("from submission import f\n\ndef test_ok():\n    assert f(1) == 2\n\n"
+               "def test_wrong():\n    assert f(2) == [3, 4]\n\ndef test_raises():\n    f(None)\n")
+RUNNER_SUBMISSION = "def f(x):\n    return x + 1\n"
+
+
+def _no_rewrite(*args):
+    raise AssertionError("rewritten again")
+
+
+def _timeless(verdict: dict) -> dict:
+    del verdict["verdict"]["duration"]
+    for t in verdict["verdict"]["tests"]:
+        t["duration"] = 0
+    return verdict
+
+
+def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(browser_runner, monkeypatch):
+    """site/web/src/browser_runner.py keeps pytest's assertion rewriting of a test file between runs
+    (run here under CPython): after prepare() or a first run, a run rewrites nothing and gives the same
+    verdict, tracebacks and compared values included, pointing at the new run's file."""
+    test, submission = RUNNER_TEST, RUNNER_SUBMISSION
     first = json.loads(browser_runner.run(test, submission))
     browser_runner._rewritten.clear()
     browser_runner.prepare(test)   # as the worker does once it is ready
-
-    def no_rewrite(*args):
-        raise AssertionError("rewritten again")
-
-    monkeypatch.setattr(browser_runner, "_rewrite_test", no_rewrite)
+    monkeypatch.setattr(browser_runner, "_rewrite_test", _no_rewrite)
     prepared = json.loads(browser_runner.run(test, submission))
     second = json.loads(browser_runner.run(test, submission))
-    for verdict in (first, prepared, second):
-        del verdict["verdict"]["duration"]
-        for t in verdict["verdict"]["tests"]:
-            t["duration"] = 0
-    assert first == prepared == second
+    assert _timeless(first) == _timeless(prepared) == _timeless(second)
     tests = {t["name"]: t for t in second["verdict"]["tests"]}
     assert [tests[n]["outcome"] for n in ("test_ok", "test_wrong", "test_raises")] == ["passed", "failed", "error"]
     assert tests["test_wrong"]["compare"]["left"] == "3" and "test.py:7 in test_wrong" in tests["test_wrong"]["details"]
@@ -294,3 +310,39 @@ def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(tmp_p
     assert "submission.py:2 in f" in tests["test_raises"]["details"]
     other = json.loads(browser_runner.run(test.replace("[3, 4]", "[3, 5]"), submission))   # new bytes: rewritten
     assert other["verdict"]["status"] == "error" and "rewritten again" in json.dumps(other)
+
+
+def test_browser_runner_uses_a_test_file_rewritten_at_build_time_only_for_its_own_bytes(browser_runner, monkeypatch):
+    """What compile_test makes (rewrite.mjs, at build time) gives prepare() the same code as rewriting
+    in the worker: the same verdict with nothing rewritten; made from other bytes, it is not used."""
+    test, submission = RUNNER_TEST, RUNNER_SUBMISSION
+    first = json.loads(browser_runner.run(test, submission))
+    compiled = browser_runner.compile_test(test)
+    other_test = test.replace("[3, 4]", "[3, 5]")
+    other = browser_runner.compile_test(other_test)
+    browser_runner._rewritten.clear()
+    monkeypatch.setattr(browser_runner, "_rewrite_test", _no_rewrite)
+    browser_runner.prepare(test, compiled)
+    assert _timeless(json.loads(browser_runner.run(test, submission))) == _timeless(first)
+    browser_runner.prepare(other_test, compiled)   # another file's: ignored, so rewritten (here: refused)
+    verdict = json.loads(browser_runner.run(other_test, submission))
+    assert verdict["verdict"]["status"] == "error" and "rewritten again" in json.dumps(verdict)
+    browser_runner.prepare(other_test, other)
+    tests = json.loads(browser_runner.run(other_test, submission))["verdict"]["tests"]
+    assert [t["outcome"] for t in tests] == ["passed", "failed", "error"] and "[3, 5]" in tests[1]["message"]
+
+
+def test_browser_runner_remembers_argument_names_only_of_site_packages_functions(browser_runner):
+    """The argument names pluggy reads are remembered for pytest's own functions (the same each run)
+    and never for a function of a run's files, which must not outlive its run."""
+    import pluggy._hooks
+    import _pytest.runner
+
+    assert pluggy._hooks.varnames(_pytest.runner.pytest_runtest_protocol) == (("item", "nextitem"), ())
+    namespace: dict = {}
+    exec(compile("def hook(item, call=None):\n    pass\n", str(browser_runner.RUNS / "run-x" / "test.py"), "exec"),
+         namespace)
+    assert pluggy._hooks.varnames(namespace["hook"]) == (("item",), ("call",))
+    cached = pluggy._hooks.varnames.__closure__[0].cell_contents   # the wrapper's cache
+    functions = {key[0] for key in cached}
+    assert _pytest.runner.pytest_runtest_protocol in functions and namespace["hook"] not in functions

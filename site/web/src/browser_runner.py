@@ -5,15 +5,24 @@ the same function the local judge's child process calls; it gives every run a fr
 forgets the modules the previous run imported, so one long-lived interpreter serves many runs. The
 page shows ``render.view`` of it, the presentation the local judge prints.
 
-One thing is kept between runs: pytest's assertion rewriting of a test file, which costs more than
+Two things are kept between runs. First, pytest's assertion rewriting of a test file, which costs more than
 running most exercises' tests. The rewritten code depends only on the file's bytes (the pytest.ini
 ``run_tests`` writes is the same every time), so it is reused for the same bytes, with the file name
 of the new run directory put back into every code object (tracebacks point at the new file).
-:func:`prepare` rewrites the page's test file as soon as the worker is ready, before the first Run.
+:func:`prepare` gives the page's test file's rewritten code to the worker as soon as it is ready,
+before the first Run: built by :func:`compile_test` at site build time (site/web/src/rewrite.mjs),
+or rewritten then.
+Second, the argument names pluggy and pytest read from the signatures of their own hook and fixture
+functions as every run registers its plugins (about a tenth of a warm run): the same functions are
+registered each run, so the names are remembered per function. Only functions defined in
+site-packages (pytest, pluggy, the judge) are remembered, never one of a run's own files, so nothing
+of a run is kept alive by this.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import os
 import sys
 import types
@@ -21,11 +30,14 @@ from pathlib import Path
 
 import judge_core
 import render
+import pluggy._hooks
+from _pytest import fixtures
 from _pytest.assertion import rewrite
 
 INPUTS = Path("/tmp/inputs")
 RUNS = Path("/tmp/runs")
 REWRITTEN_KEPT = 8   # test files whose rewritten code is kept (a page judges one; the cache stays small)
+SITE_PACKAGES = os.path.dirname(os.path.dirname(pluggy._hooks.__file__)) + os.sep
 sys.dont_write_bytecode = True
 _rewritten: dict[bytes, types.CodeType] = {}
 _rewrite_test = rewrite._rewrite_test
@@ -53,19 +65,64 @@ def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeTy
 rewrite._rewrite_test = _cached_rewrite_test
 
 
-def prepare(test_source: str) -> None:
-    """Rewrite ``test_source``'s assertions now, while the visitor reads, so that the first Run
-    reuses them. Without a config, pytest's rewriter differs only in never adding the assertion-pass
-    hook, which the judge's pytest.ini does not enable (checked here)."""
+def _remembered(compute):
+    """``compute(func, ...)`` remembered per function and arguments, for functions that outlive every
+    run: plain functions or bound methods whose code lies in site-packages."""
+    cache: dict = {}
+
+    def remembered(func, *args, **kwargs):
+        function = getattr(func, "__func__", func)
+        code = getattr(function, "__code__", None)
+        if not isinstance(function, types.FunctionType) or code is None or not code.co_filename.startswith(SITE_PACKAGES):
+            return compute(func, *args, **kwargs)
+        key = (function, function is not func, args, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = compute(func, *args, **kwargs)
+        return cache[key]
+
+    return remembered
+
+
+pluggy._hooks.varnames = _remembered(pluggy._hooks.varnames)
+fixtures.getfuncargnames = _remembered(fixtures.getfuncargnames)
+
+
+def prepare(test_source: str, compiled=None) -> None:
+    """Have ``test_source``'s rewritten assertions ready for the first Run: from ``compiled`` (what
+    :func:`compile_test` made of the same source at build time) when given and made from these bytes,
+    else by rewriting them now, while the visitor reads (slow in a just-started interpreter).
+    ``compiled``: bytes, or the worker's Uint8Array (a JsProxy), or None."""
+    source = test_source.encode("utf-8")
+    if compiled is not None and not isinstance(compiled, bytes):
+        compiled = compiled.to_bytes()
+    if compiled is not None and compiled[:32] == hashlib.sha256(source).digest():
+        try:
+            _rewritten[source] = marshal.loads(compiled[32:])
+            return
+        except (ValueError, EOFError, TypeError):   # not what compile_test wrote: rewrite below
+            pass
+    try:
+        _rewrite(test_source)
+    except Exception:  # noqa: BLE001 - e.g. a SyntaxError: the run reports it
+        pass
+
+
+def compile_test(test_source: str) -> bytes:
+    """``test_source`` with pytest's assertion rewriting applied, for :func:`prepare`: the sha256 of
+    the source, then the module's code object, marshalled (this interpreter's version of Python)."""
+    return hashlib.sha256(test_source.encode("utf-8")).digest() + marshal.dumps(_rewrite(test_source))
+
+
+def _rewrite(test_source: str) -> types.CodeType:
+    """pytest's rewriting of ``test_source``, remembered for the runs. Without a config, pytest's
+    rewriter differs only in never adding the assertion-pass hook, which the judge's pytest.ini
+    does not enable (checked here)."""
     if "enable_assertion_pass_hook" in judge_core._PYTEST_INI:
-        return
+        raise RuntimeError("the judge's pytest.ini enables the assertion-pass hook; rewrite per run")
     folder = INPUTS / "prepared"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test.py").write_text(test_source, encoding="utf-8")
-    try:
-        _cached_rewrite_test(folder / "test.py", None)
-    except Exception:  # noqa: BLE001 - e.g. a SyntaxError: the run reports it
-        pass
+    return _cached_rewrite_test(folder / "test.py", None)[1]
 
 
 def warm_up() -> None:

@@ -5,7 +5,8 @@
 // loading as soon as it arrives, before the page is parsed or the editor bundle runs; it leaves the
 // runner in window.mpRunner (and says so with an "mp:runner" event on document) and the timings in
 // window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict) and
-// phases (the last worker's start-up, ms).
+// phases (the last worker's start-up, ms). The runtime files are fetched here, not in the worker, so
+// that their download starts with the page rather than once the worker's module has loaded.
 const START_LIMIT_MS = 60000; // a worker that is not ready by then counts as failed
 const SOFT_GRACE_MS = 2000; // after a soft interrupt at the time limit, wait this long before terminating
 const STOP_GRACE_MS = 500; // the same when the visitor pressed Stop
@@ -14,6 +15,46 @@ const STOP = Symbol("stop");
 const sleep = (ms, value = TIMEOUT) => new Promise((resolve) => setTimeout(resolve, ms, value));
 const timings = (window.mpTimings = { ready: [], verdicts: [], runs: [] });
 const data = JSON.parse(document.getElementById("exercise-data").textContent);
+const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
+const RUNTIME = ["site-packages.zip", "snapshot.bin"];
+
+/** Fetches the runtime files in parallel and hands each to ``worker`` (transferred) as it arrives, or
+ * why it failed; reports progress (sizes: uncompressed bytes from the build, since a compressed
+ * response's Content-Length is not what the reader counts). The page's test file with its assertions
+ * rewritten at build time goes as "rewritten" (null when missing: the worker then rewrites it). */
+function download(worker, sizes, progress) {
+  const loaded = Object.fromEntries(RUNTIME.map((name) => [name, 0]));
+  const total = RUNTIME.reduce((sum, name) => sum + ((sizes && sizes[name]) || 0), 0);
+  let last = 0;
+  const send = (name, fetched) =>
+    fetched.then(
+      (buffer) => worker.postMessage({ type: "file", name, buffer }, buffer ? [buffer] : []),
+      (err) => worker.postMessage({ type: "file", name, error: String(err && err.message ? err.message : err) }),
+    );
+  for (const name of RUNTIME) {
+    send(name, (async () => {
+      const response = await fetch(runtimeURL(name));
+      if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
+      if (!total || !response.body) return response.arrayBuffer();
+      const reader = response.body.getReader();
+      const chunks = [];
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value);
+        loaded[name] += value.length;
+        const sum = Object.values(loaded).reduce((a, b) => a + b, 0);
+        if (sum - last > total / 50) {
+          last = sum;
+          progress({ loaded: sum, total });
+        }
+      }
+      return new Blob(chunks).arrayBuffer();
+    })());
+  }
+  const rewritten = data.rewritten ? fetch(runtimeURL(`tests/${data.rewritten}`)) : Promise.resolve(null);
+  send("rewritten", rewritten.then((r) => (r && r.ok ? r.arrayBuffer() : null), () => null));
+}
 
 class Runner {
   constructor(onState) {
@@ -44,8 +85,6 @@ class Runner {
           timings.ready.push(performance.now());
           timings.phases = data.phases;
           resolve(data.phases);
-        } else if (data.type === "progress" && !settled) {
-          this.onState("loading", data);
         } else if (data.type === "failed") {
           fail(data.error);
         } else if (data.type === "result" && this.pending?.id === data.id) {
@@ -57,7 +96,8 @@ class Runner {
       () => this.onState("ready"),
       (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt, sizes: data.runtime, test: data.test });
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, test: data.test });
+    download(this.worker, data.runtime, (detail) => settled || this.onState("loading", detail));
   }
 
   restart() {

@@ -1,49 +1,30 @@
 // The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
-// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, sizes, test}
+// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test}
+//                                      {type: "file", name, buffer | error}   (see runner.js)
 //                                      {type: "run", id, test, code}
-// Messages out: {type: "progress", loaded, total} | {type: "ready", phases} | {type: "failed", error}
-//               | {type: "result", id, verdict, view | error}
+// Messages out: {type: "ready", phases} | {type: "failed", error} | {type: "result", id, verdict, view | error}
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const pyodideURL = new URL("../pyodide/", import.meta.url).href;
 const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
-const RUNTIME = ["site-packages.zip", "snapshot.bin"];
 let runner = null;
 
-/** The runtime files, fetched in parallel with their progress reported (sizes: uncompressed bytes
- * from the build, since a compressed response's Content-Length is not what the reader counts). */
-function download(sizes) {
-  const loaded = Object.fromEntries(RUNTIME.map((name) => [name, 0]));
-  const total = RUNTIME.reduce((sum, name) => sum + ((sizes && sizes[name]) || 0), 0);
-  let last = 0;
-  return RUNTIME.map(async (name) => {
-    const response = await fetch(runtimeURL(name));
-    if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
-    if (!total || !response.body) return response.arrayBuffer();
-    const reader = response.body.getReader();
-    const chunks = [];
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      loaded[name] += value.length;
-      const sum = Object.values(loaded).reduce((a, b) => a + b, 0);
-      if (sum - last > total / 50) {
-        last = sum;
-        self.postMessage({ type: "progress", loaded: sum, total });
-      }
-    }
-    return new Blob(chunks).arrayBuffer();
-  });
-}
+// The runtime files, which the page fetches as it starts, before this worker's module has even loaded,
+// and sends here: site-packages.zip, snapshot.bin and "rewritten" (the page's test file with its
+// assertions rewritten at build time, or null).
+const arrived = {};
+const received = Object.fromEntries(["site-packages.zip", "snapshot.bin", "rewritten"].map((name) => {
+  const promise = new Promise((resolve, reject) => (arrived[name] = { resolve, reject }));
+  promise.catch(() => {}); // awaited below; this only keeps an early failure from being "unhandled"
+  return [name, promise];
+}));
 
 // Returns how long each start-up phase took (ms), for the benchmark.
-async function start(interrupt, sizes) {
+async function start(interrupt) {
   const t0 = performance.now();
   const phases = {};
   const mark = (name, since) => (phases[name] = Math.round(performance.now() - since));
-  const [sitePackages, snapshot] = download(sizes);
-  sitePackages.catch(() => {}); // awaited below; this only keeps an early failure from being "unhandled"
+  const [sitePackages, snapshot] = [received["site-packages.zip"], received["snapshot.bin"]];
   // loadPyodide waits forever when its .wasm cannot be fetched, so the worker asks for it too (HEAD):
   // that, or site-packages.zip, failing ends the start at once (the page offers a retry).
   const wasm = fetch(pyodideURL + "pyodide.asm.wasm", { method: "HEAD" }).then((r) => {
@@ -84,16 +65,22 @@ async function start(interrupt, sizes) {
 }
 
 self.onmessage = async ({ data }) => {
-  if (data.type === "init") {
+  if (data.type === "file") {
+    if (data.error) arrived[data.name].reject(new Error(data.error));
+    else arrived[data.name].resolve(data.buffer);
+  } else if (data.type === "init") {
+    let phases;
     try {
-      self.postMessage({ type: "ready", phases: await start(data.interrupt, data.sizes) });
+      phases = await start(data.interrupt);
     } catch (err) {
       self.postMessage({ type: "failed", error: String(err && err.message ? err.message : err) });
       return;
     }
+    const code = await received.rewritten.catch(() => null); // small: here long before the interpreter
+    self.postMessage({ type: "ready", phases });
     // A Run sent meanwhile waits for this, then finds the work done.
     try {
-      if (data.test) runner.prepare(data.test);
+      if (data.test) runner.prepare(data.test, code && new Uint8Array(code));
     } catch (err) {
       console.warn(`preparing the tests: ${err}`); // only a head start: the first Run does it again
     }
