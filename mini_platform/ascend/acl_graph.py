@@ -42,9 +42,9 @@ def update_aclgraph_sizes(sizes: Sequence[int], num_hidden_layers: int, num_comm
 
     Each graph needs ``num_hidden_layers + 1`` streams; with ``g`` communication groups (tensor / data
     parallel > 1) at most ``floor((1800 - 40 g) / (layers + 1) / (1 + 2 g))`` graphs fit. When fewer than
-    ``len(sizes)`` fit, that many are sampled evenly from vLLM's descending list, keeping the largest and
-    the smallest. Returned ascending. (If only one fits, the largest is kept, where vllm-ascend would
-    divide by zero.)
+    ``len(sizes)`` fit, that many are sampled evenly from vLLM v0.11.0's descending list, keeping the largest and
+    the smallest. Returned ascending. (If only one fits, the largest is kept, where vllm-ascend v0.11.0
+    would divide by zero.)
     """
     descending = sorted(set(sizes), reverse=True)
     limit = math.floor((MAX_CAPTURE_SIZE - num_comm_groups * 40) / (num_hidden_layers + 1) / (1 + num_comm_groups * 2))

@@ -24,7 +24,7 @@ class InputBuffers:
     and ``query_start_loc`` int32 ``[max_num_seqs + 1]``.
 
     Values are written on the host through numpy views of CPU tensors, one fast conversion per list (the V1
-    engine of vLLM pairs CPU and device buffers the same way: ``CpuGpuBuffer.np`` in ``vllm/v1/utils.py``).
+    engine of vLLM v0.11.0 pairs CPU and device buffers the same way: ``CpuGpuBuffer.np`` in ``vllm/v1/utils.py``).
     On the CPU those tensors are the buffers; on another device each step copies the part it filled across."""
 
     FIELDS = ("input_ids", "positions", "slot_mapping", "block_tables", "seq_lens", "query_start_loc")

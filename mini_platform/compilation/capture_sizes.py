@@ -9,7 +9,7 @@ from typing import Sequence
 
 
 def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int | None = None) -> list[int]:
-    """vLLM's default schedule: ``[1, 2, 4] + range(8, N + 1, 8)`` with ``N = min(2 * max_num_seqs, 512)``,
+    """vLLM v0.11.0's default schedule: ``[1, 2, 4] + range(8, N + 1, 8)`` with ``N = min(2 * max_num_seqs, 512)``,
     without sizes above ``max_num_batched_tokens`` (a step never holds more tokens than that)."""
     n = min(2 * max_num_seqs, 512)
     sizes = [1, 2, 4] + list(range(8, n + 1, 8))

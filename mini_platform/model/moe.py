@@ -34,7 +34,8 @@ from .sharding import divide
 
 
 def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
-    """vLLM's ``determine_expert_map``: int32 ``[num_experts]``, this rank's experts numbered 0.. in order, -1 elsewhere.
+    """vLLM's ``determine_expert_map`` (after PRs #21497 and #23745, 2025): int32 ``[num_experts]``,
+    this rank's experts numbered 0.. in order, -1 elsewhere.
 
     ``linear``: contiguous runs, the first ``num_experts % ep_size`` ranks one expert more;
     ``round_robin``: experts ``ep_rank, ep_rank + ep_size, ...``.

@@ -44,7 +44,7 @@ def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool)
 def _expert_mlp(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, group_list: torch.Tensor,
                 group_list_type: int) -> torch.Tensor:
     """Grouped GEMM with ``w13`` -> SwiGLU -> grouped GEMM with ``w2`` over expert-sorted rows
-    (vllm-ascend's ``apply_mlp`` / ``unquant_apply_mlp``: weights transposed to ``[E, K, N]``)."""
+    (vllm-ascend v0.9.1's ``apply_mlp``, v0.11.0's ``unquant_apply_mlp``: weights transposed to ``[E, K, N]``)."""
     torch_npu = _torch_npu()
     gate_up = torch_npu.npu_grouped_matmul(x=[x], weight=[w13.transpose(1, 2)], split_item=2,
                                            group_list_type=group_list_type, group_type=0, group_list=group_list)[0]
@@ -100,7 +100,7 @@ def fused_experts_v1(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, 
 
 def fused_experts_v2(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
                      topk_ids: torch.Tensor, expert_map: torch.Tensor | None = None) -> torch.Tensor:
-    """The current all-gather dispatcher: init_routing_v2 (counts) -> grouped MLP -> token_unpermute."""
+    """vllm-ascend v0.11.0's all-gather token dispatcher: init_routing_v2 (counts) -> grouped MLP -> token_unpermute."""
     torch_npu = _torch_npu()
     t, top_k = topk_ids.shape
     num_local = w13.shape[0]

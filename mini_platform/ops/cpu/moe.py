@@ -53,8 +53,8 @@ def check_experts_args(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor
 
 def select_topk(probs: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``top_k`` largest fp32 probabilities of each row in descending order, equal ones lower expert id
-    first (the rule of vLLM's CUDA ``topkGatingSoftmax``; ``torch.topk`` promises no order among ties),
-    divided by their sum when ``renormalize``; fp32 weights and int32 ids, both ``[T, K]``."""
+    first (the rule of vLLM's CUDA ``topkGatingSoftmax`` at commit 0112cf23; ``torch.topk`` promises no order
+    among ties), divided by their sum when ``renormalize``; fp32 weights and int32 ids, both ``[T, K]``."""
     weights, ids = probs.sort(dim=-1, descending=True, stable=True)
     weights, ids = weights[:, :top_k].contiguous(), ids[:, :top_k].to(torch.int32)
     if renormalize:

@@ -35,14 +35,15 @@ from .activation import silu_and_mul
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
                          expert_map: torch.Tensor | None = None
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """vLLM's alignment: ``(sorted_token_ids, expert_ids, num_tokens_post_padded)``.
+    """vLLM's alignment (``moe_align_block_size`` at commit 05be9924):
+    ``(sorted_token_ids, expert_ids, num_tokens_post_padded)``.
 
     - ``sorted_token_ids`` int32 ``[numel + E*(block_size-1)]``: flat indices ``t*K + j`` into ``topk_ids``,
       grouped by expert (expert 0 first; ascending index within an expert), each expert's run padded to a
       multiple of ``block_size`` with the sentinel ``numel``; the tail past the last run is sentinel too.
     - ``expert_ids`` int32 ``[cdiv(len(sorted_token_ids), block_size)]``: the expert of each M-block, mapped
       through ``expert_map`` when given (-1 = owned elsewhere). Blocks past ``num_tokens_post_padded`` are
-      unused (expert 0 before the map, as in vLLM).
+      unused (expert 0 before the map, as in vLLM at 05be9924).
     - ``num_tokens_post_padded`` int32 ``[1]``: the padded row count (a sum of per-expert multiples of block_size).
     An expert with no token gets no block.
     """
