@@ -288,10 +288,12 @@ class Scheduler:
         :attr:`~ScheduledRequest.samples`, in order. Returns the requests that got a token."""
         tokens = iter(sampled_tokens)
         updated = []
+        caching = self.kv.enable_prefix_caching
         for s in output.scheduled:
             request = s.request
-            request.num_computed_tokens = s.end
-            self.kv.cache_full_blocks(request.request_id, request.all_token_ids, s.end)
+            request.num_computed_tokens = end = s.start + s.num_new_tokens
+            if caching:
+                self.kv.cache_full_blocks(request.request_id, request.all_token_ids, end)
             if not s.samples:
                 continue
             request.append_output(next(tokens))
