@@ -131,7 +131,7 @@ def _check_backend_runs_here(backend: str, device: torch.device) -> None:
 
 
 def _is_token_id(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
 
 def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:

@@ -71,7 +71,7 @@ class Request:
 
     @property
     def num_tokens(self) -> int:
-        return len(self.prompt_token_ids) + len(self.output_token_ids)
+        return len(self.all_token_ids)
 
     @property
     def is_finished(self) -> bool:
@@ -88,7 +88,7 @@ class ScheduledRequest:
     samples: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.samples = self.end == self.request.num_tokens
+        self.samples = self.start + self.num_new_tokens == len(self.request.all_token_ids)
 
     @property
     def end(self) -> int:
@@ -213,22 +213,25 @@ class Scheduler:
         # Blocks for the running requests. Preempting a request returns the blocks no older request shares:
         # the newest goes first, so every newer sharer is gone by then.
         running = {r.request_id: r for r in self.running}
-        demands, older_blocks = [], set()
+        demands, older_blocks, shared = [], set(), kv.enable_prefix_caching  # only cached blocks are shared
         for r in self.running:
             table = kv.block_tables[r.request_id]
-            num_older = len(older_blocks)
-            older_blocks.update(table)
-            held = len(older_blocks) - num_older  # its blocks that no older request holds
+            held = len(table)
+            if shared:
+                num_older = len(older_blocks)
+                older_blocks.update(table)
+                held = len(older_blocks) - num_older  # its blocks that no older request holds
             need = kv.blocks_needed(r.num_computed_tokens + tokens.get(r.request_id, 0)) - len(table)
             demands.append((r.request_id, held, max(need, 0)))
         kept, preempted_ids = allocate_with_preemption(demands, kv.num_free_blocks)
         preempted = [self._preempt(running[request_id]) for request_id in preempted_ids]
+        needs = {request_id: need for request_id, _, need in demands}
         scheduled: list[ScheduledRequest] = []
         for request_id in kept:
             request, n = running[request_id], tokens.get(request_id, 0)
             if n == 0:
                 continue
-            if not kv.allocate(request_id, request.num_computed_tokens + n):
+            if needs[request_id] and not kv.allocate(request_id, request.num_computed_tokens + n):
                 raise RuntimeError(f"allocate_with_preemption scheduled request {request_id!r}, but the KV pool "
                                    "has too few free blocks for it: it must preempt the newest requests until it fits")
             scheduled.append(ScheduledRequest(request, request.num_computed_tokens, n))
@@ -285,10 +288,12 @@ class Scheduler:
         :attr:`~ScheduledRequest.samples`, in order. Returns the requests that got a token."""
         tokens = iter(sampled_tokens)
         updated = []
+        caching = self.kv.enable_prefix_caching
         for s in output.scheduled:
             request = s.request
-            request.num_computed_tokens = s.end
-            self.kv.cache_full_blocks(request.request_id, request.all_token_ids, s.end)
+            request.num_computed_tokens = end = s.start + s.num_new_tokens
+            if caching:
+                self.kv.cache_full_blocks(request.request_id, request.all_token_ids, end)
             if not s.samples:
                 continue
             request.append_output(next(tokens))

@@ -131,19 +131,45 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed):
         requests.append((cached, query))
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
-    _, key_cache, value_cache, block_tables, _, seq_lens = batch
-    written = torch.zeros(key_cache.shape[:2], dtype=torch.bool)
-    for b, seq_len in enumerate(seq_lens.tolist()):
-        used = -(-seq_len // block_size)
-        for p in range(seq_len):
-            written[block_tables[b, p // block_size], p % block_size] = True
-        block_tables[b, used:] = -1 if seed % 2 else 10**6  # unused columns: never read, so any value is fine
-    for cache in (key_cache, value_cache):
-        cache[~written] = float("nan")  # slots never written may hold anything
+    poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape
     torch.testing.assert_close(got.float(), want.float(), atol=TOL[dtype], rtol=TOL[dtype])
+
+
+def poison_unwritten(batch, invalid_block_id):
+    """NaN in every cache slot no request has written (slots never written may hold anything), and
+    ``invalid_block_id`` in every unused block-table column (never read, so any value is fine)."""
+    _, key_cache, value_cache, block_tables, _, seq_lens = batch
+    block_size = key_cache.shape[1]
+    written = torch.zeros(key_cache.shape[:2], dtype=torch.bool)
+    for b, seq_len in enumerate(seq_lens.tolist()):
+        for p in range(seq_len):
+            written[block_tables[b, p // block_size], p % block_size] = True
+        block_tables[b, -(-seq_len // block_size):] = invalid_block_id
+    for cache in (key_cache, value_cache):
+        cache[~written] = float("nan")
+
+
+@pytest.mark.parametrize("same_length", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, same_length):
+    """The ``cpu`` decode kernel, masked (lengths differ) and unmasked (all equal), reads no unwritten slot
+    and no unused block-table column."""
+    import random
+    from mini_platform.ops.cpu.attention import paged_attention_reference, paged_decode_attention
+    rng = random.Random(seed)
+    block_size = rng.choice([1, 4, 16])
+    num_heads, num_kv_heads = rng.choice(list(HEADS.values()))
+    length = rng.randint(1, 40)
+    requests = [((length if same_length else rng.randint(1, 40)) - 1, 1) for _ in range(rng.randint(2, 9))]
+    batch = make_batch(requests, num_heads, num_kv_heads, block_size, torch.float32, seed=2000 + seed)
+    poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
+    query, key_cache, value_cache, block_tables, _, seq_lens = batch
+    got = paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, 0.3)
+    torch.testing.assert_close(got, paged_attention_reference(*batch, 0.3), atol=TOL[torch.float32],
+                               rtol=TOL[torch.float32])
 
 
 def test_causal_mask_matters():

@@ -18,6 +18,7 @@ graph is being captured, the two decode-step kernels take a fixed-shape form ins
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
@@ -39,8 +40,9 @@ def check_cache_args(key_cache: torch.Tensor, value_cache: torch.Tensor, num_hea
 
 
 def check_attention_args(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                         block_tables: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor) -> None:
-    """Shape checks shared by the backends (no device-to-host copies, so they are cheap everywhere)."""
+                         block_tables: torch.Tensor, query_start_loc: torch.Tensor | None, seq_lens: torch.Tensor) -> None:
+    """Shape checks shared by the backends (no device-to-host copies, so they are cheap everywhere).
+    ``query_start_loc`` None: a decode batch, one query per request."""
     if query.dim() != 3:
         raise ValueError(f"query must be [num_tokens, num_heads, head_dim], got shape {tuple(query.shape)}")
     check_cache_args(key_cache, value_cache, query.shape[1], query.shape[2])
@@ -48,11 +50,15 @@ def check_attention_args(query: torch.Tensor, key_cache: torch.Tensor, value_cac
     if seq_lens.dim() != 1 or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs:
         raise ValueError(f"need seq_lens [B] and block_tables [B, max_blocks]; got {tuple(seq_lens.shape)} and "
                          f"{tuple(block_tables.shape)}")
-    if query_start_loc.shape != (num_seqs + 1,):
+    if query_start_loc is None:
+        if query.shape[0] != num_seqs:
+            raise ValueError(f"decode query must be [B, num_heads, head_dim] with B = len(seq_lens) = {num_seqs}, "
+                             f"got {tuple(query.shape)}")
+    elif query_start_loc.shape != (num_seqs + 1,):
         raise ValueError(f"query_start_loc must be [B+1] = [{num_seqs + 1}] (cumulative query lengths starting at 0), "
                          f"got {tuple(query_start_loc.shape)}")
     for name, t in (("block_tables", block_tables), ("query_start_loc", query_start_loc), ("seq_lens", seq_lens)):
-        if t.dtype not in (torch.int32, torch.int64):
+        if t is not None and t.dtype not in (torch.int32, torch.int64):
             raise TypeError(f"{name} must be an integer tensor (int32), got {t.dtype}")
 
 
@@ -90,19 +96,19 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     if key_cache.shape != value_cache.shape or key_cache.shape[2:] != key.shape[1:]:
         raise ValueError(f"caches {tuple(key_cache.shape)} / {tuple(value_cache.shape)} must be "
                          f"[num_blocks, block_size, {key.shape[1]}, {key.shape[2]}] to hold key {tuple(key.shape)}")
-    num_blocks, block_size = key_cache.shape[:2]
-    slots = slot_mapping.long()
-    if not slots.numel():
+    num_slots = key_cache.shape[0] * key_cache.shape[1]
+    if not slot_mapping.numel():
         return
-    low, high = (int(x) for x in slots.aminmax())
-    if high >= num_blocks * block_size:
-        raise ValueError(f"slot {high} is outside the cache ({num_blocks} blocks x {block_size} slots)")
+    low, high = (int(x) for x in slot_mapping.aminmax())
+    if high >= num_slots:
+        raise ValueError(f"slot {high} is outside the cache ({key_cache.shape[0]} blocks x {key_cache.shape[1]} slots)")
+    slots = slot_mapping.long()
     if low < 0:
         keep = slots >= 0
         slots, key, value = slots[keep], key[keep], value[keep]
-    blocks, offsets = slots // block_size, slots % block_size
-    key_cache.index_put_((blocks, offsets), key.to(key_cache.dtype))
-    value_cache.index_put_((blocks, offsets), value.to(value_cache.dtype))
+    for new, cache in ((key, key_cache), (value, value_cache)):
+        # Slot s is row s of the cache seen as [num_slots, nkv, hd] (a view: writes land in the cache).
+        cache.view(num_slots, *cache.shape[2:]).index_copy_(0, slots, new.to(cache.dtype))
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, first_visible: int) -> torch.Tensor:
@@ -138,37 +144,45 @@ def paged_attention_reference(query: torch.Tensor, key_cache: torch.Tensor, valu
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _arange(n: int, device: torch.device) -> torch.Tensor:
+    """``0 .. n-1`` (int32), made once per length: index arithmetic on small steps is dominated by
+    per-call overhead. Read only."""
+    return torch.arange(n, dtype=torch.int32, device=device)
+
+
 def _gather_padded(key_cache: torch.Tensor, value_cache: torch.Tensor, block_tables: torch.Tensor,
                    seq_lens: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """K and V of several requests gathered slot by slot into fp32 ``[B, max_len, nkv, hd]``, and the mask
     ``[B, max_len]`` of the positions each request has written (``< seq_len``).
 
-    Positions past a request's ``seq_len`` read its last written slot again, never their own: slots never written
+    Positions past a request's ``seq_len`` read its first slot again, never their own: slots never written
     (the rest of its last block) may hold anything, NaN included, which a mask alone lets through, and unused
     block-table entries may not even be block ids. Every request given here has ``seq_len >= 1``.
     """
-    block_size = key_cache.shape[1]
+    block_size, device = key_cache.shape[1], key_cache.device
     num_blocks = -(-max_len // block_size)
-    offsets = torch.arange(block_size, device=key_cache.device)
-    slots = (block_tables[:, :num_blocks].long()[:, :, None] * block_size + offsets).flatten(1)[:, :max_len]
-    written = torch.arange(max_len, device=key_cache.device) < seq_lens[:, None]              # [B, L]
-    slots = torch.where(written, slots, slots.gather(1, seq_lens[:, None].long() - 1)).flatten()
+    slots = (block_tables[:, :num_blocks, None] * block_size + _arange(block_size, device)).flatten(1)[:, :max_len]
+    written = _arange(max_len, device) < seq_lens[:, None]                                    # [B, L]
+    slots = torch.where(written, slots, slots[:, :1]).flatten()
     k, v = (cache.flatten(0, 1).index_select(0, slots).unflatten(0, written.shape).float()
             for cache in (key_cache, value_cache))
     return k, v, written
 
 
 def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                    block_tables: torch.Tensor, seq_lens: torch.Tensor, max_len: int, scale: float) -> torch.Tensor:
+                    block_tables: torch.Tensor, seq_lens: torch.Tensor, max_len: int, scale: float,
+                    same_length: bool = False) -> torch.Tensor:
     """Requests with one query each (``query`` ``[B, nh, hd]``, the last position): it sees every written key.
-    Returns their outputs ``[B, nh, hd]`` in the query's dtype.
+    Returns their outputs ``[B, nh, hd]`` in the query's dtype. ``same_length``: every ``seq_len`` is
+    ``max_len``, so nothing is masked.
 
     Grouped-query heads are folded into the query axis: the ``nh // nkv`` heads that share KV head ``h`` become
     ``nh // nkv`` queries against it, so K/V are never repeated per head."""
     k, v, written = _gather_padded(key_cache, value_cache, block_tables, seq_lens, max_len)
     q = query.float().unflatten(1, (k.shape[2], -1))                                # [B, nkv, nh // nkv, hd]
-    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2),
-                                            attn_mask=written[:, None, None], scale=scale)
+    mask = None if same_length else written[:, None, None]
+    result = F.scaled_dot_product_attention(q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask, scale=scale)
     return result.flatten(1, 2).to(query.dtype)
 
 
@@ -205,7 +219,8 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
     if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
-        return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
+        return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale,
+                               same_length=min(lens) == max(lens))
     out = torch.zeros_like(query)
     if decodes:
         rows = torch.tensor([starts[b] for b in decodes], device=query.device)
@@ -220,10 +235,7 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
 
 
 def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
-    """``0, 1, ..., B``: a decode batch as a mixed batch of one query per request (shapes checked)."""
-    if query.dim() != 3 or query.shape[0] != seq_lens.shape[0]:
-        raise ValueError(f"decode query must be [B, num_heads, head_dim] with B = len(seq_lens) = {seq_lens.shape[0]}, "
-                         f"got {tuple(query.shape)}")
+    """``0, 1, ..., B``: a decode batch as a mixed batch of one query per request."""
     return torch.arange(query.shape[0] + 1, dtype=torch.int32, device=query.device)
 
 
@@ -233,12 +245,15 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
     (checked as :func:`paged_attention` checks it, then run as one decode batch)."""
     if is_capturing():
         return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
-    check_attention_args(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens), seq_lens)
+    check_attention_args(query, key_cache, value_cache, block_tables, None, seq_lens)
     lens = seq_lens.tolist()
-    _check_values(query, key_cache.shape[1], block_tables, range(len(lens) + 1), lens)
     if not lens:
         return torch.zeros_like(query)
-    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale)
+    shortest, longest = min(lens), max(lens)
+    if shortest < 1 or longest > block_tables.shape[1] * key_cache.shape[1]:
+        _check_values(query, key_cache.shape[1], block_tables, range(len(lens) + 1), lens)  # names the request
+    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, longest, scale,
+                           same_length=shortest == longest)
 
 
 # -- fixed-shape forms for graph capture ------------------------------------------------------------------

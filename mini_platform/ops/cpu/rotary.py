@@ -27,14 +27,16 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
     rot_dim = 2 * cos.shape[-1]
     heads = x.float().unflatten(-1, (-1, head_size))
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    rot, rest = heads.split([rot_dim, head_size - rot_dim], dim=-1)  # partial rotary: `rest` passes through
+    rot = heads[..., :rot_dim] if rot_dim < head_size else heads  # partial rotary: the rest passes through
     if is_neox_style:
         x1, x2 = rot.chunk(2, dim=-1)
         rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
     else:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
         rotated = torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
-    return torch.cat((rotated, rest), dim=-1).flatten(-2).to(x.dtype)
+    if rot_dim < head_size:
+        rotated = torch.cat((rotated, heads[..., rot_dim:]), dim=-1)
+    return rotated.flatten(-2).to(x.dtype)
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,

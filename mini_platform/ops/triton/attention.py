@@ -170,5 +170,6 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per sequence: the unified kernel with ``query_start_loc = 0, 1, ..., B``."""
+    check_attention_args(query, key_cache, value_cache, block_tables, None, seq_lens)
     return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
                            seq_lens, scale)
