@@ -42,9 +42,9 @@ const quiet = (promise) => (promise.catch(() => {}), promise); // awaited later;
 const sitePackages = quiet(download(runtimeURL("site-packages.zip")));
 const snapshot = quiet(download(runtimeURL("snapshot.bin")));
 // Pyodide compiles its .wasm only once the snapshot is here (it sizes the memory from it). Compile it now,
-// while the snapshot downloads, and hand Pyodide this response when it asks for the file, and the module
-// compiled from it when it instantiates it. A failure here (the file missing) also ends the start at
-// once: loadPyodide itself would wait forever.
+// while the snapshot downloads; Pyodide (314) fetches the file with fetch() and instantiates it with
+// WebAssembly.instantiateStreaming: hand it this response and the module compiled from it. A failure
+// here (the file missing) also ends the start at once: loadPyodide itself would wait forever.
 const wasmURL = pyodideURL + "pyodide.asm.wasm";
 const wasmFile = fetch(wasmURL);
 const wasm = quiet(WebAssembly.compileStreaming(wasmFile));
