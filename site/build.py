@@ -413,7 +413,6 @@ def build_exercises(out: Path, env, exercises: list[Exercise], chapters: list[di
         write(out / "exercises" / f"{ex.id}.html", env.get_template("exercise.html.j2").render(
             root="../", ex=ex, zh=markdown(zh), en=markdown(en), shared=markdown(shared) if shared else "",
             data=script_json(data), starter=highlight(data["starter"]), chapter=chapter, section=section,
-            rewritten=data.get("rewritten"),
             tests=highlight(ex.file("test.py").read_text(encoding="utf-8")),
             solution=highlight(ex.file("solution.py").read_text(encoding="utf-8")), hints=hints,
             prev=exercises[i - 1] if i else None, next=following))

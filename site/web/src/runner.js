@@ -1,12 +1,11 @@
 // The exercise runner's page side: one Web Worker (worker.js) at a time. A run past its limit, or
 // one the visitor stops, is interrupted through Pyodide's interrupt buffer when the page is
 // cross-origin isolated; if that does not answer, or the page is not isolated, the worker is
-// terminated and a fresh one started. This small script is loaded async, so that Python starts
-// loading as soon as it arrives, before the page is parsed or the editor bundle runs; it leaves the
-// runner in window.mpRunner (and says so with an "mp:runner" event on document) and the timings in
+// terminated and a fresh one started. The page's head starts the first worker, which fetches the
+// runtime files itself; this small script, loaded async, takes it over and leaves the runner in
+// window.mpRunner (and says so with an "mp:runner" event on document) and the timings in
 // window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict) and
-// phases (the last worker's start-up, ms). The runtime files are fetched here, not in the worker, so
-// that their download starts with the page rather than once the worker's module has loaded.
+// phases (the last worker's start-up, ms).
 const START_LIMIT_MS = 60000; // a worker that is not ready by then counts as failed
 const SOFT_GRACE_MS = 2000; // after a soft interrupt at the time limit, wait this long before terminating
 const STOP_GRACE_MS = 500; // the same when the visitor pressed Stop
@@ -15,46 +14,9 @@ const STOP = Symbol("stop");
 const sleep = (ms, value = TIMEOUT) => new Promise((resolve) => setTimeout(resolve, ms, value));
 const timings = (window.mpTimings = { ready: [], verdicts: [], runs: [] });
 const data = JSON.parse(document.getElementById("exercise-data").textContent);
-const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
-const RUNTIME = ["site-packages.zip", "snapshot.bin"];
-
-/** Fetches the runtime files in parallel and hands each to ``worker`` (transferred) as it arrives, or
- * why it failed; reports progress (sizes: uncompressed bytes from the build, since a compressed
- * response's Content-Length is not what the reader counts). The page's test file with its assertions
- * rewritten at build time goes as "rewritten" (null when missing: the worker then rewrites it). */
-function download(worker, sizes, progress) {
-  const loaded = Object.fromEntries(RUNTIME.map((name) => [name, 0]));
-  const total = RUNTIME.reduce((sum, name) => sum + ((sizes && sizes[name]) || 0), 0);
-  let last = 0;
-  const send = (name, fetched) =>
-    fetched.then(
-      (buffer) => worker.postMessage({ type: "file", name, buffer }, buffer ? [buffer] : []),
-      (err) => worker.postMessage({ type: "file", name, error: String(err && err.message ? err.message : err) }),
-    );
-  for (const name of RUNTIME) {
-    send(name, (async () => {
-      const response = await fetch(runtimeURL(name));
-      if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
-      if (!total || !response.body) return response.arrayBuffer();
-      const reader = response.body.getReader();
-      const chunks = [];
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        chunks.push(value);
-        loaded[name] += value.length;
-        const sum = Object.values(loaded).reduce((a, b) => a + b, 0);
-        if (sum - last > total / 50) {
-          last = sum;
-          progress({ loaded: sum, total });
-        }
-      }
-      return new Blob(chunks).arrayBuffer();
-    })());
-  }
-  const rewritten = data.rewritten ? fetch(runtimeURL(`tests/${data.rewritten}`)) : Promise.resolve(null);
-  send("rewritten", rewritten.then((r) => (r && r.ok ? r.arrayBuffer() : null), () => null));
-}
+// The runtime files the worker downloads itself, whose sizes (uncompressed, from the build) make the
+// progress total: a compressed response's Content-Length is not what the worker counts.
+const RUNTIME_TOTAL = ["site-packages.zip", "snapshot.bin"].reduce((sum, name) => sum + (data.runtime?.[name] || 0), 0);
 
 class Runner {
   constructor(onState) {
@@ -66,7 +28,10 @@ class Runner {
   spawn() {
     this.onState("loading");
     this.interrupt = self.crossOriginIsolated ? new SharedArrayBuffer(1) : null;
-    this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+    // The first worker was started by the page's head (exercise.html.j2), before this script arrived.
+    const early = window.mpWorker;
+    window.mpWorker = null;
+    this.worker = early || new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
     this.pending = null;
     let settled = false; // progress reports that arrive after a failure must not show "loading" again
     this.ready = new Promise((resolve, reject) => {
@@ -78,6 +43,7 @@ class Runner {
       };
       const timer = setTimeout(() => fail(`the runner did not start within ${START_LIMIT_MS / 1000} s`), START_LIMIT_MS);
       this.worker.onerror = (event) => fail(event.message || "the runner's worker failed to load");
+      if (early?.failed) fail(early.failed);
       this.worker.onmessage = ({ data }) => {
         if (data.type === "ready") {
           settled = true;
@@ -85,6 +51,8 @@ class Runner {
           timings.ready.push(performance.now());
           timings.phases = data.phases;
           resolve(data.phases);
+        } else if (data.type === "progress") {
+          if (!settled && RUNTIME_TOTAL) this.onState("loading", { loaded: data.loaded, total: RUNTIME_TOTAL });
         } else if (data.type === "failed") {
           fail(data.error);
         } else if (data.type === "result" && this.pending?.id === data.id) {
@@ -96,8 +64,7 @@ class Runner {
       () => this.onState("ready"),
       (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt, test: data.test });
-    download(this.worker, data.runtime, (detail) => settled || this.onState("loading", detail));
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, test: data.test, rewritten: data.rewritten });
   }
 
   restart() {

@@ -1,36 +1,65 @@
 // The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
-// core and its renderer. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test}
-//                                      {type: "file", name, buffer | error}   (see runner.js)
-//                                      {type: "run", id, test, code}
-// Messages out: {type: "ready", phases} | {type: "failed", error} | {type: "result", id, verdict, view | error}
+// core and its renderer. The page's first script starts it (exercise.html.j2), and it fetches its runtime
+// files as soon as it starts, on its own thread: the page's main thread, busy with the editor, takes
+// no part in the download. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test, rewritten}
+//                                        {type: "run", id, test, code}
+// Messages out: {type: "progress", loaded} (bytes of the runtime files read so far) | {type: "ready", phases}
+//               | {type: "failed", error} | {type: "result", id, verdict, view | error}
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const pyodideURL = new URL("../pyodide/", import.meta.url).href;
 const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
+const PROGRESS_STEP = 1 << 20; // bytes between progress reports
+let py = null;
 let runner = null;
+let loaded = 0;
+let reported = 0;
 
-// The runtime files, which the page fetches as it starts, before this worker's module has even loaded,
-// and sends here: site-packages.zip, snapshot.bin and "rewritten" (the page's test file with its
-// assertions rewritten at build time, or null).
-const arrived = {};
-const received = Object.fromEntries(["site-packages.zip", "snapshot.bin", "rewritten"].map((name) => {
-  const promise = new Promise((resolve, reject) => (arrived[name] = { resolve, reject }));
-  promise.catch(() => {}); // awaited below; this only keeps an early failure from being "unhandled"
-  return [name, promise];
-}));
+/** The body of ``url`` (a Uint8Array), its bytes counted into the progress reports. */
+async function download(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
+  const reader = response.body.getReader();
+  const chunks = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    length += value.length;
+    loaded += value.length;
+    if (loaded - reported >= PROGRESS_STEP) {
+      reported = loaded;
+      self.postMessage({ type: "progress", loaded });
+    }
+  }
+  const buffer = new Uint8Array(length);
+  chunks.reduce((offset, chunk) => (buffer.set(chunk, offset), offset + chunk.length), 0);
+  return buffer;
+}
+
+const quiet = (promise) => (promise.catch(() => {}), promise); // awaited later; not "unhandled" meanwhile
+const sitePackages = quiet(download(runtimeURL("site-packages.zip")));
+const snapshot = quiet(download(runtimeURL("snapshot.bin")));
+// Pyodide compiles its .wasm only once the snapshot is here (it sizes the memory from it). Compile it now,
+// while the snapshot downloads; Pyodide (314) fetches the file with fetch() and instantiates it with
+// WebAssembly.instantiateStreaming: hand it this response and the module compiled from it. A failure
+// here (the file missing) also ends the start at once: loadPyodide itself would wait forever.
+const wasmURL = pyodideURL + "pyodide.asm.wasm";
+const wasmFile = fetch(wasmURL);
+const wasm = quiet(WebAssembly.compileStreaming(wasmFile));
+const fetchFile = self.fetch;
+self.fetch = (url, ...rest) => (String(url) === wasmURL ? wasmFile : fetchFile(url, ...rest));
+WebAssembly.instantiateStreaming = async (_response, imports) => {
+  const module = await wasm;
+  return { module, instance: await WebAssembly.instantiate(module, imports) };
+};
 
 // Returns how long each start-up phase took (ms), for the benchmark.
-async function start(interrupt) {
+async function start() {
   const t0 = performance.now();
   const phases = {};
   const mark = (name, since) => (phases[name] = Math.round(performance.now() - since));
-  const [sitePackages, snapshot] = [received["site-packages.zip"], received["snapshot.bin"]];
-  // loadPyodide waits forever when its .wasm cannot be fetched, so the worker asks for it too (HEAD):
-  // that, or site-packages.zip, failing ends the start at once (the page offers a retry).
-  const wasm = fetch(pyodideURL + "pyodide.asm.wasm", { method: "HEAD" }).then((r) => {
-    if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
-  });
-  wasm.catch(() => {});
   const never = () => new Promise(() => {});
   const failFast = (promise) => Promise.race([promise, sitePackages.then(never), wasm.then(never)]);
   // The snapshot already holds pytest and the judge imported and warmed up (see precompile.mjs).
@@ -39,16 +68,12 @@ async function start(interrupt) {
   // With the snapshot, the zips leave out the modules it has already imported (precompile.mjs); without
   // it, the whole standard library (Pyodide's default stdLibURL) and site-packages are fetched.
   const options = { indexURL: pyodideURL, packageBaseUrl: pyodideURL, packages: [] };
-  let py;
   let files = sitePackages;
   try {
     py = await failFast(loadPyodide({ ...options, stdLibURL: runtimeURL("stdlib.zip"), _loadSnapshot: snapshot }));
   } catch (err) {
     console.warn(`starting Python without the snapshot: ${err}`);
-    files = fetch(runtimeURL("site-packages-full.zip")).then((r) => {
-      if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
-      return r.arrayBuffer();
-    });
+    files = download(runtimeURL("site-packages-full.zip"));
     py = await failFast(loadPyodide(options));
   }
   const fresh = files !== sitePackages;
@@ -56,7 +81,6 @@ async function start(interrupt) {
   const t1 = performance.now();
   const sitePackagesDir = py.runPython("import site; site.getsitepackages()[0]");
   py.unpackArchive(await files, "zip", { extractDir: sitePackagesDir });
-  if (interrupt) py.setInterruptBuffer(new Uint8Array(interrupt));
   runner = py.pyimport("browser_runner");
   if (fresh) runner.warm_up();
   mark("setup", t1);
@@ -64,19 +88,25 @@ async function start(interrupt) {
   return phases;
 }
 
+// Started at once, not when the page's script says so: the page's main thread may be busy for a while.
+const started = quiet(start());
+
 self.onmessage = async ({ data }) => {
-  if (data.type === "file") {
-    if (data.error) arrived[data.name].reject(new Error(data.error));
-    else arrived[data.name].resolve(data.buffer);
-  } else if (data.type === "init") {
+  if (data.type === "init") {
+    // The page's test file with its assertions rewritten at build time (small: here long before the
+    // interpreter); without it, prepare rewrites the file.
+    const rewritten = data.rewritten
+      ? fetch(runtimeURL(`tests/${data.rewritten}`)).then((r) => (r.ok ? r.arrayBuffer() : null), () => null)
+      : null;
     let phases;
     try {
-      phases = await start(data.interrupt);
+      phases = await started;
     } catch (err) {
       self.postMessage({ type: "failed", error: String(err && err.message ? err.message : err) });
       return;
     }
-    const code = await received.rewritten.catch(() => null); // small: here long before the interpreter
+    if (data.interrupt) py.setInterruptBuffer(new Uint8Array(data.interrupt));
+    const code = await rewritten;
     self.postMessage({ type: "ready", phases });
     // A Run sent meanwhile waits for this, then finds the work done.
     try {
