@@ -306,10 +306,10 @@ class LLMEngine:
             return []
         logits = self.runner.execute(batch, self.kv)
         sampler.check_logits(logits)
-        params = [s.request.sampling_params for s in batch.scheduled if s.samples]
-        generators = [s.request.generator for s in batch.scheduled if s.samples]
+        sampling = [s.request for s in batch.scheduled if s.samples]
+        params = [r.sampling_params for r in sampling]
         tokens = sampler.sample(logits, [p.temperature for p in params], [p.top_k for p in params],
-                                [p.top_p for p in params], generators)
+                                [p.top_p for p in params], [r.generator for r in sampling])
         updated = self.scheduler.update(batch, tokens)
         for request in updated:
             if request.is_finished:

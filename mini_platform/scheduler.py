@@ -88,7 +88,7 @@ class ScheduledRequest:
     samples: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.samples = self.start + self.num_new_tokens == len(self.request.all_token_ids)
+        self.samples = self.end == self.request.num_tokens
 
     @property
     def end(self) -> int:
@@ -288,12 +288,10 @@ class Scheduler:
         :attr:`~ScheduledRequest.samples`, in order. Returns the requests that got a token."""
         tokens = iter(sampled_tokens)
         updated = []
-        caching = self.kv.enable_prefix_caching
         for s in output.scheduled:
             request = s.request
-            request.num_computed_tokens = end = s.start + s.num_new_tokens
-            if caching:
-                self.kv.cache_full_blocks(request.request_id, request.all_token_ids, end)
+            request.num_computed_tokens = s.end
+            self.kv.cache_full_blocks(request.request_id, request.all_token_ids, s.end)
             if not s.samples:
                 continue
             request.append_output(next(tokens))

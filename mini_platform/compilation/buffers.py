@@ -62,17 +62,13 @@ class InputBuffers:
         for name, values, pad in (("input_ids", input_ids, 0), ("positions", positions, 0),
                                   ("slot_mapping", slots, PAD_SLOT_ID)):
             np[name][:t] = values
-            if num_tokens > t:
-                np[name][t:num_tokens] = pad
+            np[name][t:num_tokens] = pad
         np["seq_lens"][:b] = seq_lens
+        np["seq_lens"][b:num_seqs] = 0
         np["query_start_loc"][:num_seqs + 1] = list(itertools.accumulate(query_lens + [1] * (num_seqs - b), initial=0))
         if b:
-            ragged = any(len(row) != used for row in block_tables)
-            np["block_tables"][:b, :used] = [row + [0] * (used - len(row)) for row in block_tables] if ragged \
-                else block_tables
-        if num_seqs > b:
-            np["seq_lens"][b:num_seqs] = 0
-            np["block_tables"][b:num_seqs, :used] = 0
+            np["block_tables"][:b, :used] = [row + [0] * (used - len(row)) for row in block_tables]
+        np["block_tables"][b:num_seqs, :used] = 0
         if self.device.type != "cpu":
             for name, rows in zip(self.FIELDS, (num_tokens, num_tokens, num_tokens, num_seqs, num_seqs, num_seqs + 1)):
                 part = (slice(rows), slice(used)) if name == "block_tables" else slice(rows)
