@@ -6,6 +6,7 @@
 | ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time); ``cuda`` or unset resolves as usual; anything else is an error |
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
+| ``MINI_PLATFORM_CPU_COMPILED`` | ``0`` runs the ``cpu`` backend's decode attention in torch even when numba is installed (default ``1``: the compiled kernel of ``ops/cpu/compiled.py``) |
 | ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ TARGET_DEVICE = "MINI_PLATFORM_TARGET_DEVICE"
 PLUGINS = "MINI_PLATFORM_PLUGINS"
 KERNEL_BACKEND = "MINI_PLATFORM_KERNEL_BACKEND"
 NPU_MOE_ROUTING = "MINI_PLATFORM_NPU_MOE_ROUTING"
+CPU_COMPILED = "MINI_PLATFORM_CPU_COMPILED"
 NPU_MOE_ROUTINGS = ("v1", "v2")
 
 
@@ -67,3 +69,12 @@ def npu_moe_routing(env: Mapping[str, str] | None = None) -> str:
     if value not in NPU_MOE_ROUTINGS:
         raise ValueError(f"{NPU_MOE_ROUTING}={value!r} is not a known npu MoE routing; use one of {list(NPU_MOE_ROUTINGS)}")
     return value
+
+
+def cpu_compiled(env: Mapping[str, str] | None = None) -> bool:
+    """False when ``MINI_PLATFORM_CPU_COMPILED`` is ``0``, True when it is ``1`` or unset; anything else is an error."""
+    value = _env(env).get(CPU_COMPILED, "").strip() or "1"
+    if value not in ("0", "1"):
+        raise ValueError(f"{CPU_COMPILED}={value!r} is not understood: 1 (or unset) uses the compiled CPU decode "
+                         "attention when numba is installed, 0 runs it in torch")
+    return value == "1"

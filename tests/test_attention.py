@@ -114,11 +114,24 @@ def test_loop_specification_matches_dense_sdpa(case):
     torch.testing.assert_close(got.float(), dense_reference(*batch, HEAD_DIM ** -0.5), atol=TOL[dtype], rtol=TOL[dtype])
 
 
+@pytest.fixture(params=["compiled", "torch"])
+def decode_kernel(request, monkeypatch):
+    """Run a test with the ``cpu`` backend's decode batches on the numba-compiled kernel, then on the torch one
+    (``MINI_PLATFORM_CPU_COMPILED``). Yields a check that fp32 inputs really take the named path."""
+    from mini_platform.ops.cpu import compiled
+    monkeypatch.setenv("MINI_PLATFORM_CPU_COMPILED", "1" if request.param == "compiled" else "0")
+
+    def takes_named_path(query, key_cache):
+        return compiled.available(query, key_cache) == (request.param == "compiled")
+    return takes_named_path
+
+
 @pytest.mark.parametrize("seed", range(16))
-def test_batched_cpu_kernel_matches_the_loop_specification(seed):
+def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_kernel):
     """The engine's batched ``cpu`` kernel against the loop on random batches: decodes, prompts, chunks and
     requests with no query mixed; GQA/MQA/MHA; KV lengths on, just before and just after block boundaries;
-    NaN in every slot no request has written and invalid block ids in unused block-table columns."""
+    NaN in every slot no request has written and invalid block ids in unused block-table columns. Decode
+    rows run on the compiled kernel and on the torch one."""
     import random
     from mini_platform.ops.cpu.attention import paged_attention, paged_attention_reference
     rng = random.Random(seed)
@@ -132,6 +145,7 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed):
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
+    assert dtype != torch.float32 or decode_kernel(batch[0], batch[1])
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape
@@ -154,9 +168,9 @@ def poison_unwritten(batch, invalid_block_id):
 
 @pytest.mark.parametrize("same_length", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, same_length):
-    """The ``cpu`` decode kernel, masked (lengths differ) and unmasked (all equal), reads no unwritten slot
-    and no unused block-table column."""
+def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, same_length, decode_kernel):
+    """The ``cpu`` decode kernels, compiled and torch (masked when lengths differ, unmasked when all are equal),
+    read no unwritten slot and no unused block-table column."""
     import random
     from mini_platform.ops.cpu.attention import paged_attention_reference, paged_decode_attention
     rng = random.Random(seed)
@@ -167,9 +181,44 @@ def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, s
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, torch.float32, seed=2000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
     query, key_cache, value_cache, block_tables, _, seq_lens = batch
+    assert decode_kernel(query, key_cache)
     got = paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, 0.3)
     torch.testing.assert_close(got, paged_attention_reference(*batch, 0.3), atol=TOL[torch.float32],
                                rtol=TOL[torch.float32])
+
+
+def test_compiled_decode_kernel_takes_any_layout_and_names_a_bad_block_id():
+    """Strided queries, int64 tables and lengths give the numbers of the contiguous int32 call; a used
+    block-table entry that is no block id is refused with the request's index (no out-of-bounds read)."""
+    from mini_platform.ops.cpu import compiled
+    query, key_cache, value_cache, block_tables, _, seq_lens = make_batch(
+        SCENARIOS["decode_ragged"], 6, 2, 16, torch.float32, seed=21)
+    want = compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, 0.3)
+    strided = torch.cat([query, query], dim=-1)[..., :HEAD_DIM]
+    got = compiled.paged_decode_attention(strided, key_cache, value_cache, block_tables.long(), seq_lens.long(), 0.3)
+    assert not strided.is_contiguous() and torch.equal(got, want)
+    for bad in (-1, key_cache.shape[0]):
+        tables = block_tables.clone()
+        tables[2, 1] = bad  # request 2 holds 38 tokens: its second block is in use
+        with pytest.raises(ValueError, match=f"request 2: .*not a block id \\(0 <= id < {key_cache.shape[0]}\\)"):
+            compiled.paged_decode_attention(query, key_cache, value_cache, tables, seq_lens, 0.3)
+
+
+def test_compiled_decode_kernel_runs_only_what_it_was_compiled_for(monkeypatch):
+    """fp32 CPU tensors without autograd, unless MINI_PLATFORM_CPU_COMPILED=0; anything else takes the torch
+    kernel, which still gives the loop's numbers."""
+    from mini_platform import envs
+    from mini_platform.ops.cpu import compiled
+    cache = torch.zeros(2, 16, 2, HEAD_DIM)
+    query = torch.zeros(1, 4, HEAD_DIM)
+    assert compiled.available(query, cache) and compiled.describe().startswith("compiled with numba")
+    assert not compiled.available(query.bfloat16(), cache) and not compiled.available(query, cache.half())
+    assert not compiled.available(query.requires_grad_(), cache)
+    monkeypatch.setenv(envs.CPU_COMPILED, "0")
+    assert not compiled.available(torch.zeros(1, 4, HEAD_DIM), cache) and compiled.describe().startswith("torch")
+    monkeypatch.setenv(envs.CPU_COMPILED, "yes")
+    with pytest.raises(ValueError, match="MINI_PLATFORM_CPU_COMPILED='yes' is not understood"):
+        compiled.available(query, cache)
 
 
 def test_causal_mask_matters():

@@ -222,7 +222,7 @@ class Attention(nn.Module):
         self.qkv_sizes = [q_rows, kv_rows, kv_rows]
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
-        q, k, v = self.qkv_proj(hidden).split(self.qkv_sizes, dim=-1)
+        q, k, v = self.qkv_proj(hidden).split_with_sizes(self.qkv_sizes, dim=-1)
         q, k = self.rotary_emb(positions, q, k)
         t = hidden.shape[0]
         out = attention(self.layer_idx, q.view(t, self.num_heads, self.head_dim),

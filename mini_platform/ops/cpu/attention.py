@@ -11,6 +11,7 @@ Two versions of paged attention, equal up to float rounding:
 - :func:`paged_attention`, the ``cpu`` kernel the engine runs, does the same for all requests at once:
   it gathers K/V by block table into a padded batch and runs one masked ``scaled_dot_product_attention``
   (decode requests and prompt requests in separate batches, so a long prompt does not pad every decode).
+  Decode batches in fp32 go to the numba-compiled kernel of :mod:`.compiled` instead when numba is installed.
 
 Both read lengths on the host, which a graph cannot hold (see :mod:`mini_platform.ops.graph`). While a
 graph is being captured, the two decode-step kernels take a fixed-shape form instead, with no host reads:
@@ -25,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ..graph import is_capturing
+from . import compiled
 
 
 def check_cache_args(key_cache: torch.Tensor, value_cache: torch.Tensor, num_heads: int, head_dim: int) -> None:
@@ -186,6 +188,16 @@ def _attend_decodes(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     return result.flatten(1, 2).to(query.dtype)
 
 
+def _decode_batch(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                  block_tables: torch.Tensor, seq_lens: torch.Tensor, max_len: int, scale: float,
+                  same_length: bool = False) -> torch.Tensor:
+    """A decode batch on the compiled kernel when it can run these inputs (:mod:`.compiled`: no gather, one
+    call), else with :func:`_attend_decodes`. Same arguments and result."""
+    if compiled.available(query, key_cache):
+        return compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
+    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max_len, scale, same_length)
+
+
 def _attend_prompts(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                     block_tables: torch.Tensor, starts: list[int], q_lens: list[int], seq_lens: list[int],
                     scale: float, out: torch.Tensor) -> None:
@@ -219,14 +231,14 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     q_lens = [end - start for start, end in zip(starts, starts[1:])]
     decodes = [b for b, n in enumerate(q_lens) if n == 1]
     if lens and len(decodes) == len(lens) == query.shape[0]:  # pure decode, no padding rows: row b is request b
-        return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale,
-                               same_length=min(lens) == max(lens))
+        return _decode_batch(query, key_cache, value_cache, block_tables, seq_lens, max(lens), scale,
+                             same_length=min(lens) == max(lens))
     out = torch.zeros_like(query)
     if decodes:
         rows = torch.tensor([starts[b] for b in decodes], device=query.device)
-        out[rows] = _attend_decodes(query[rows], key_cache, value_cache, block_tables[decodes],
-                                    torch.tensor([lens[b] for b in decodes], device=query.device),
-                                    max(lens[b] for b in decodes), scale)
+        out[rows] = _decode_batch(query[rows], key_cache, value_cache, block_tables[decodes],
+                                  torch.tensor([lens[b] for b in decodes], device=query.device),
+                                  max(lens[b] for b in decodes), scale)
     prompts = [b for b, n in enumerate(q_lens) if n > 1]
     if prompts:
         _attend_prompts(query, key_cache, value_cache, block_tables[prompts], [starts[b] for b in prompts],
@@ -252,8 +264,8 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
     shortest, longest = min(lens), max(lens)
     if shortest < 1 or longest > block_tables.shape[1] * key_cache.shape[1]:
         _check_values(query, key_cache.shape[1], block_tables, range(len(lens) + 1), lens)  # names the request
-    return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, longest, scale,
-                           same_length=shortest == longest)
+    return _decode_batch(query, key_cache, value_cache, block_tables, seq_lens, longest, scale,
+                         same_length=shortest == longest)
 
 
 # -- fixed-shape forms for graph capture ------------------------------------------------------------------

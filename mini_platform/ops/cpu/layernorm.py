@@ -15,13 +15,17 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tenso
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x * rsqrt(mean(x**2, -1) + eps) * weight`` over the last dim, in fp32, returned in x's dtype."""
     check_norm_args(x, weight)
-    # torch's rms_norm is exactly this formula (one call instead of five small ones).
-    return torch.rms_norm(x.float(), (x.shape[-1],), weight.float(), eps).to(x.dtype)
+    # torch's rms_norm is exactly this formula, computed in fp32 and returned in x's dtype (one call instead of
+    # five small ones). With mixed dtypes it computes the same but warns, so those are converted here first.
+    if weight.dtype != x.dtype:
+        return torch.rms_norm(x.float(), (x.shape[-1],), weight.float(), eps).to(x.dtype)
+    return torch.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
 def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """``residual = x + residual`` (rounded to x's dtype), then ``(rms_norm(residual), residual)``."""
     check_norm_args(x, weight, residual)
-    summed = (x.float() + residual.float()).to(x.dtype)
+    # Same dtypes: torch adds in fp32 and rounds once, as the conversions would.
+    summed = x + residual if x.dtype == residual.dtype else (x.float() + residual.float()).to(x.dtype)
     return rms_norm(summed, weight, eps), summed

@@ -43,8 +43,8 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
     check_rotary_args(positions, query, key, head_size, cos_sin_cache)
-    cos, sin = cos_sin_cache.index_select(0, positions.long()).float().chunk(2, dim=-1)
+    cos, sin = cos_sin_cache.index_select(0, positions).float().chunk(2, dim=-1)
     # Query and key side by side: one rotation instead of two.
     both = _rotate(torch.cat((query.float(), key.float()), dim=-1), cos, sin, head_size, is_neox_style)
-    q, k = both.split([query.shape[1], key.shape[1]], dim=-1)
+    q, k = both.split_with_sizes([query.shape[1], key.shape[1]], dim=-1)
     return q.to(query.dtype), k.to(key.dtype)
