@@ -81,8 +81,8 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
-    """:func:`decode_kernel` jitted, or None without numba. Compiled at the first call (about 2 s) and cached on
-    disk beside this file when that is writable, so later processes load it in a fraction of a second."""
+    """:func:`decode_kernel` jitted, or None without numba. Compiled at the first call (about 3 s) and cached on
+    disk beside this file when that is writable, so later processes load it in under a second."""
     try:
         import numba
     except ImportError:
