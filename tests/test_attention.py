@@ -115,9 +115,9 @@ def test_loop_specification_matches_dense_sdpa(case):
 
 
 @pytest.fixture(params=["compiled", "torch"])
-def decode_kernel(request, monkeypatch):
+def decode_path(request, monkeypatch):
     """Run a test with the ``cpu`` backend's decode batches on the numba-compiled kernel, then on the torch one
-    (``MINI_PLATFORM_CPU_COMPILED``). Yields a check that fp32 inputs really take the named path."""
+    (``MINI_PLATFORM_CPU_COMPILED``). Returns a check that given inputs really take the named path."""
     from mini_platform.ops.cpu import compiled
     monkeypatch.setenv("MINI_PLATFORM_CPU_COMPILED", "1" if request.param == "compiled" else "0")
 
@@ -127,7 +127,7 @@ def decode_kernel(request, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(16))
-def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_kernel):
+def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_path):
     """The engine's batched ``cpu`` kernel against the loop on random batches: decodes, prompts, chunks and
     requests with no query mixed; GQA/MQA/MHA; KV lengths on, just before and just after block boundaries;
     NaN in every slot no request has written and invalid block ids in unused block-table columns. Decode
@@ -145,7 +145,7 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_kernel):
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
-    assert dtype != torch.float32 or decode_kernel(batch[0], batch[1])
+    assert dtype != torch.float32 or decode_path(batch[0], batch[1])
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape
@@ -168,7 +168,7 @@ def poison_unwritten(batch, invalid_block_id):
 
 @pytest.mark.parametrize("same_length", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, same_length, decode_kernel):
+def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, same_length, decode_path):
     """The ``cpu`` decode kernels, compiled and torch (masked when lengths differ, unmasked when all are equal),
     read no unwritten slot and no unused block-table column."""
     import random
@@ -181,7 +181,7 @@ def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, s
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, torch.float32, seed=2000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
     query, key_cache, value_cache, block_tables, _, seq_lens = batch
-    assert decode_kernel(query, key_cache)
+    assert decode_path(query, key_cache)
     got = paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, 0.3)
     torch.testing.assert_close(got, paged_attention_reference(*batch, 0.3), atol=TOL[torch.float32],
                                rtol=TOL[torch.float32])
@@ -205,8 +205,9 @@ def test_compiled_decode_kernel_takes_any_layout_and_names_a_bad_block_id():
 
 
 def test_compiled_decode_kernel_runs_only_what_it_was_compiled_for(monkeypatch):
-    """fp32 CPU tensors without autograd, unless MINI_PLATFORM_CPU_COMPILED=0; anything else takes the torch
-    kernel, which still gives the loop's numbers."""
+    """The compiled kernel takes fp32 CPU tensors without autograd, unless MINI_PLATFORM_CPU_COMPILED=0; other
+    dtypes (their numbers are checked in the random-batch test above) go to the torch kernel; a value of the
+    variable that means nothing is refused."""
     from mini_platform import envs
     from mini_platform.ops.cpu import compiled
     cache = torch.zeros(2, 16, 2, HEAD_DIM)
