@@ -4,8 +4,9 @@ The torch version (:func:`~.attention._attend_decodes`) gathers every request's 
 then calls ``scaled_dot_product_attention``: about fifteen torch calls per layer, and three trips through
 memory for the K/V (read the cache, write the copy, read the copy). On a CPU running a small model both
 costs dominate a decode step. This kernel walks each request's block table and reads its K/V rows straight
-from the cache, once, with no copy and no padding: one call per layer. vLLM's CPU backend does the same in C++
-(``paged_attention_v1`` in ``csrc/cpu/attention.cpp``, read at vLLM commit 08f1781).
+from the cache, once, with no copy and no padding: one call per layer. vLLM's CPU backend reads the paged cache
+the same way, in C++: ``paged_attention_v1`` in ``csrc/cpu/attention.cpp`` (read at vLLM commit 08f1781), and
+``cpu_attention_with_kv_cache``, which ``vllm/v1/attention/backends/cpu_attn.py`` calls at commit 0035860.
 
 The result equals the torch version up to float rounding (the kernel may reorder sums, ``fastmath`` reassoc).
 It reads only slots below each request's length, so unwritten slots and unused block-table columns are never
