@@ -26,11 +26,14 @@ from ... import envs
 def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     """Paged decode attention over numpy arrays, in loops numba compiles (plain Python runs it too, slowly).
     q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``, fp32; block_tables/seq_lens int32. Writes ``out``;
-    returns the first request whose used block-table entries are not block ids, or -1 (then ``out`` is unset)."""
+    returns the first request whose length or used block-table entries are out of range (then ``out`` is unset),
+    or -1. Nothing is read before these checks: compiled code does not check bounds."""
     num_seqs, num_heads, head_dim = q.shape
     num_blocks, block_size, num_kv_heads = k_cache.shape[0], k_cache.shape[1], k_cache.shape[2]
     group = num_heads // num_kv_heads
     for b in range(num_seqs):
+        if not 1 <= seq_lens[b] <= block_tables.shape[1] * block_size:
+            return b
         for i in range((seq_lens[b] + block_size - 1) // block_size):
             if not 0 <= block_tables[b, i] < num_blocks:
                 return b
@@ -118,13 +121,15 @@ def describe() -> str:
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per request, ``[B, nh, hd]`` -> ``[B, nh, hd]``, over each request's first ``seq_lens[b]``
-    cached tokens (every length >= 1, checked by the caller). Needs :func:`available`."""
+    cached tokens. Needs :func:`available`; shapes are checked by the caller, lengths and block ids here."""
     out = torch.empty(query.shape, dtype=torch.float32)
     tables = block_tables.to(torch.int32).contiguous()
     bad = _kernel()(query.contiguous().numpy(), key_cache.contiguous().numpy(), value_cache.contiguous().numpy(),
                     tables.numpy(), seq_lens.to(torch.int32).contiguous().numpy(), np.float32(scale), out.numpy())
     if bad >= 0:
+        length, capacity = int(seq_lens[bad]), tables.shape[1] * key_cache.shape[1]
+        if not 1 <= length <= capacity:
+            raise ValueError(f"request {bad}: seq_len {length} is not within 1 .. max_blocks * block_size ({capacity})")
         raise ValueError(f"request {bad}: its block table row {tables[bad].tolist()} holds an entry that is not a "
-                         f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {int(seq_lens[bad])} "
-                         "tokens use")
+                         f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {length} tokens use")
     return out
