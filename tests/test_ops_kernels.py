@@ -44,11 +44,16 @@ COS_SIN = rope_cache(64, 16)
 
 # -- the CPU specification against independent formulas -------------------------------------------
 
-@pytest.mark.parametrize("shape", [(3, 100), (2, 3, 64)])
-def test_cpu_rms_norm_matches_torch(shape):
-    x, w = rand(*shape, seed=1), rand(shape[-1], seed=2)
+@pytest.mark.parametrize("scale", [1.0, 1e-3], ids=["unit", "eps-sized"])
+@pytest.mark.parametrize("shape", [(3, 100), (2, 3, 64), (0, 8)])
+def test_cpu_rms_norm_matches_torch(shape, scale):
+    """Against float64 as the independent check. ``eps-sized``: mean(x**2) is about eps, so eps added in the wrong
+    place shows."""
+    x, w = rand(*shape, seed=1, scale=scale), rand(shape[-1], seed=2)
     expected = F.rms_norm(x.double(), (shape[-1],), w.double(), EPS).float()
-    torch.testing.assert_close(ops.rms_norm(x, w, EPS, backend="cpu"), expected)
+    got = ops.rms_norm(x, w, EPS, backend="cpu")
+    assert got.shape == x.shape and got.dtype == x.dtype
+    torch.testing.assert_close(got, expected)
 
 
 def test_cpu_rms_norm_computes_in_fp32_and_returns_input_dtype():
@@ -59,9 +64,12 @@ def test_cpu_rms_norm_computes_in_fp32_and_returns_input_dtype():
     torch.testing.assert_close(out, torch.ones_like(out))
 
 
-def test_cpu_fused_add_rms_norm_returns_sum_as_residual():
-    x, r, w = rand(4, 48, seed=3), rand(4, 48, seed=4), rand(48, seed=5)
+@pytest.mark.parametrize("shape", [(4, 48), (2, 3, 40)])
+def test_cpu_fused_add_rms_norm_returns_sum_as_residual(shape):
+    x, r, w = rand(*shape, seed=3), rand(*shape, seed=4), rand(shape[-1], seed=5)
+    before = x.clone(), r.clone()
     out, residual = ops.fused_add_rms_norm(x, r, w, EPS, backend="cpu")
+    assert torch.equal(x, before[0]) and torch.equal(r, before[1])  # new tensors; the inputs are left alone
     torch.testing.assert_close(residual, x + r)
     s = (x + r).double()
     torch.testing.assert_close(out, (s / s.pow(2).mean(-1, keepdim=True).add(EPS).sqrt() * w.double()).float())
