@@ -121,8 +121,8 @@ def decode_path(request, monkeypatch):
     from mini_platform.ops.cpu import compiled
     monkeypatch.setenv("MINI_PLATFORM_CPU_COMPILED", "1" if request.param == "compiled" else "0")
 
-    def takes_named_path(query, key_cache):
-        return compiled.available(query, key_cache) == (request.param == "compiled")
+    def takes_named_path(*tensors):
+        return compiled.available(*tensors) == (request.param == "compiled")
     return takes_named_path
 
 
@@ -145,7 +145,7 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_path):
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
-    assert dtype != torch.float32 or decode_path(batch[0], batch[1])
+    assert dtype != torch.float32 or decode_path(*batch[:3])
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape
@@ -181,7 +181,7 @@ def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, s
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, torch.float32, seed=2000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
     query, key_cache, value_cache, block_tables, _, seq_lens = batch
-    assert decode_path(query, key_cache)
+    assert decode_path(query, key_cache, value_cache)
     got = paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, 0.3)
     torch.testing.assert_close(got, paged_attention_reference(*batch, 0.3), atol=TOL[torch.float32],
                                rtol=TOL[torch.float32])
@@ -219,9 +219,10 @@ def test_compiled_decode_kernel_runs_only_what_it_was_compiled_for(monkeypatch):
     from mini_platform.ops.cpu import compiled
     cache = torch.zeros(2, 16, 2, HEAD_DIM)
     query = torch.zeros(1, 4, HEAD_DIM)
-    assert compiled.available(query, cache) and compiled.describe().startswith("compiled with numba")
-    assert not compiled.available(query.bfloat16(), cache) and not compiled.available(query, cache.half())
-    assert not compiled.available(query.requires_grad_(), cache)
+    assert compiled.available(query, cache, cache) and compiled.describe().startswith("compiled with numba")
+    assert not compiled.available(query.bfloat16(), cache, cache)
+    assert not compiled.available(query, cache.half(), cache) and not compiled.available(query, cache, cache.half())
+    assert not compiled.available(query.requires_grad_(), cache, cache)
     monkeypatch.setenv(envs.CPU_COMPILED, "0")
     assert not compiled.available(torch.zeros(1, 4, HEAD_DIM), cache) and compiled.describe().startswith("torch")
     monkeypatch.setenv(envs.CPU_COMPILED, "yes")

@@ -193,7 +193,7 @@ def _decode_batch(query: torch.Tensor, key_cache: torch.Tensor, value_cache: tor
                   same_length: bool = False) -> torch.Tensor:
     """A decode batch on the compiled kernel when it can run these inputs (:mod:`.compiled`: no gather, one
     call), else with :func:`_attend_decodes`. Same arguments and result."""
-    if compiled.available(query, key_cache):
+    if compiled.available(query, key_cache, value_cache):
         return compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
     return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max_len, scale, same_length)
 

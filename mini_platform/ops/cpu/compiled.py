@@ -98,14 +98,14 @@ def _kernel():
         return numba.njit(**options)(decode_kernel)
 
 
-def available(query: torch.Tensor, key_cache: torch.Tensor) -> bool:
-    """Whether :func:`paged_decode_attention` runs these inputs: fp32 CPU tensors, no autograd, numba installed,
-    and ``MINI_PLATFORM_CPU_COMPILED`` not ``0``."""
+def available(*tensors: torch.Tensor) -> bool:
+    """Whether :func:`paged_decode_attention` runs these inputs (the query and both caches): fp32 CPU tensors, no
+    autograd, numba installed, and ``MINI_PLATFORM_CPU_COMPILED`` not ``0``."""
     if not envs.cpu_compiled():
         return False
-    if query.dtype != torch.float32 or key_cache.dtype != torch.float32 or query.device.type != "cpu":
+    if any(t.dtype != torch.float32 or t.device.type != "cpu" or t.requires_grad for t in tensors):
         return False
-    return not query.requires_grad and _kernel() is not None
+    return _kernel() is not None
 
 
 def describe() -> str:
