@@ -246,11 +246,6 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     return out
 
 
-def decode_query_start_loc(query: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
-    """``0, 1, ..., B``: a decode batch as a mixed batch of one query per request."""
-    return torch.arange(query.shape[0] + 1, dtype=torch.int32, device=query.device)
-
-
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per sequence: the mixed-batch case where every request has exactly one query token

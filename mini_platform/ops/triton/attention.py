@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..cpu.attention import check_attention_args, decode_query_start_loc
+from ..cpu.attention import check_attention_args
 
 TILE = 16  # KV tokens per inner-loop step; need not divide the block size (each key finds its own block)
 
@@ -171,5 +171,5 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per sequence: the unified kernel with ``query_start_loc = 0, 1, ..., B``."""
     check_attention_args(query, key_cache, value_cache, block_tables, None, seq_lens)
-    return paged_attention(query, key_cache, value_cache, block_tables, decode_query_start_loc(query, seq_lens),
-                           seq_lens, scale)
+    query_start_loc = torch.arange(query.shape[0] + 1, dtype=torch.int32, device=query.device)
+    return paged_attention(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale)
