@@ -21,9 +21,9 @@ import torch
 
 from . import ops, platforms, plugins, sampler
 from .compilation.capture_sizes import check_capture_sizes
-from .distributed.executor import MultiprocExecutor
+from .executor.multiproc import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
-from .distributed.worker import WorkerConfig
+from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
 from .model.sharding import check_tensor_parallel
@@ -53,7 +53,7 @@ class EngineConfig:
     device: str | None = None   # None = the platform's device
     enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
     cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule
-    tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.distributed)
+    tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.executor)
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
 

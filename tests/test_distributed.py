@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from mini_platform import LLM, LLMEngine, SamplingParams
 from mini_platform.distributed import parallel_state
-from mini_platform.distributed.executor import MultiprocExecutor, WorkerError, free_port
+from mini_platform.executor.multiproc import MultiprocExecutor, WorkerError, free_port
 from mini_platform.model import load_model, make_tiny_checkpoint
 from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, vocab_range
 from mini_platform.model.config import ModelConfig
@@ -270,8 +270,8 @@ def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):
 def test_silent_workers_time_out_instead_of_hanging(checkpoints):
     """A wait has a deadline: workers that cannot even start (a spawned interpreter imports torch first)
     within 0.5 s are stopped, and the error says nobody answered."""
-    from mini_platform.distributed.executor import MultiprocExecutor
-    from mini_platform.distributed.worker import WorkerConfig
+    from mini_platform.executor.multiproc import MultiprocExecutor
+    from mini_platform.executor.worker import WorkerConfig
     config = WorkerConfig(str(checkpoints["llama"]), 2, torch.float32, num_blocks=8, block_size=4, timeout_s=0.5)
     with pytest.raises(WorkerError, match=r"during start-up.*\n.*no worker answered within 0.5 s"):
         MultiprocExecutor(config)
@@ -315,7 +315,7 @@ def test_an_error_read_beside_a_normal_message_is_not_dropped():
     must reach the caller, not be dropped for rank 1's message. No process is started: pipes stand in."""
     from multiprocessing import Pipe
     from types import SimpleNamespace
-    from mini_platform.distributed.executor import MultiprocExecutor
+    from mini_platform.executor.multiproc import MultiprocExecutor
     pipes = [Pipe() for _ in range(2)]
     executor = MultiprocExecutor.__new__(MultiprocExecutor)
     executor.timeout_s, executor.error = 1.0, None
@@ -345,7 +345,7 @@ def test_an_interrupted_step_stops_the_workers_for_good(monkeypatch):
     executor.conns = []
     executor._finalizer = SimpleNamespace(alive=True)
     executor.close = lambda: closed.append(True)
-    monkeypatch.setattr("mini_platform.distributed.executor.step_input", lambda batch, kv: None)
+    monkeypatch.setattr("mini_platform.executor.multiproc.step_input", lambda batch, kv: None)
 
     def interrupted(during):
         raise KeyboardInterrupt

@@ -1,8 +1,8 @@
-"""More than one process (chapter 8): device communicators over ``torch.distributed``, the tensor- and
-expert-parallel groups of each worker, and the executor that runs one worker process per rank.
+"""More than one process (chapter 8): device communicators over ``torch.distributed`` and the tensor-
+and expert-parallel groups of each worker.
 
 Importing this package imports nothing; take what you need from its modules. Floor 4 (below the model):
 ``communicator`` (collectives), ``parallel_state`` (groups), ``moe_dispatch`` (expert-parallel token
-exchange). Floor 2 (beside the engine): ``worker`` (one process per rank) and ``executor`` (the driver's
-side, behind ``LLM(..., tensor_parallel_size=N)``).
+exchange). The worker processes and the executor that drives them use these from a floor above, in
+``mini_platform.executor``.
 """

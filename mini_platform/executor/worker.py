@@ -17,9 +17,9 @@ import torch
 import torch.distributed as dist
 
 from .. import platforms, plugins
+from ..distributed.parallel_state import destroy_model_parallel, init_model_parallel
 from ..model import load_model
 from ..model_runner import ModelRunner
-from .parallel_state import destroy_model_parallel, init_model_parallel
 
 
 @dataclass(frozen=True)
