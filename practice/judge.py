@@ -2,12 +2,12 @@
 
     python practice/judge.py 180 [FILE]    judge the workspace file (created from the starter) or FILE
     python practice/judge.py list | show ID | hint ID | solution ID | doctor | check [IDS] | reset ID
-    python practice/judge.py engine [--parts 194,213 | --chapter 6]   the engine with your accepted parts (engine_parts.py)
+    python practice/judge.py engine [--parts 194,213 | --chapter 6]   the engine with your accepted parts (judging/engine_parts.py)
 
-This file is the command line. Each judgement runs in an isolated child process (practice/sandbox.py:
+This file is the command line. Each judgement runs in an isolated child process (practice/judging/sandbox.py:
 limits, process groups, strays, the verdict read only from a token-stamped result file); the
-verdict is printed by practice/render.py, the renderer the site's browser runner shares; progress
-(last and best verdict, hints shown) lives in practice/progress.py.
+verdict is printed by practice/judging/render.py, the renderer the site's browser runner shares; progress
+(last and best verdict, hints shown) lives in practice/judging/progress.py.
 
 Statuses: those of judge_core (accepted, wrong_answer, error, syntax_error, import_error,
 memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` and ``crashed`` (sandbox.py).
@@ -36,12 +36,10 @@ from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
-import engine_parts  # noqa: E402
-import exercises  # noqa: E402
-import render  # noqa: E402
-from exercises import Exercise, ExerciseError  # noqa: E402
-from progress import Progress, file_digest, solved  # noqa: E402
-from sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
+from judging import engine_parts, exercises, render  # noqa: E402
+from judging.exercises import Exercise, ExerciseError  # noqa: E402
+from judging.progress import Progress, file_digest, solved  # noqa: E402
+from judging.sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
 ROOT = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or PRACTICE_DIR).resolve()

@@ -1,37 +1,42 @@
 """The run behind ``python practice/judge.py engine``, inside its isolated child process.
 
-``python practice/engine_run.py RESULT_FILE MEMORY_MB SPEC_FILE`` is started by sandbox.run_child
-(practice/engine_parts.py decides what goes in SPEC_FILE); it is not meant to be run by hand. The spec
-names every engine part an exercise declares and, where the learner's version is to be used, the
-workspace file and the sha256 of the content that was judged::
+``python -m judging.engine_run RESULT_FILE MEMORY_MB SPEC_FILE`` is started by sandbox.run_child
+(engine_parts.py decides what goes in SPEC_FILE); it is not meant to be run by hand. The spec names
+every engine part an exercise declares and, where the learner's version is to be used, the workspace
+file and the sha256 of the content that was judged, and the chapters whose runs to make (null: all)::
 
     {"parts": [{"exercise": 194, "paths": ["mini_platform.ops.cpu.layernorm.rms_norm", ...],
-                "file": "/.../workspace/194_rms_norm.py" or null, "sha256": "..." or null}]}
+                "file": "/.../workspace/194_rms_norm.py" or null, "sha256": "..." or null}],
+     "chapters": [6] or null}
 
-The standard run, on each tiny checkpoint (a Llama and a Mixtral, written with fixed seeds to a
-temporary folder by mini_platform.model.tiny): five requests through ``LLMEngine.add_request`` /
-``step`` with fp32, the cpu kernel backend and eager execution, few KV blocks (preemption), a small
-token budget per step (chunked prefill), prompts sharing a prefix (prefix caching), a stop token
-and one seeded sampled request; then the Llama once more with whole prompts (WHOLE_PROMPT_OPTIONS).
-The greedy rows must equal transformers' greedy generation; the sampled row, every step's tokens and
-the statistics must equal the all-reference engine's (transformers samples differently, and an exact
-part changes no step).
+The standard load is RUNS: tiny checkpoints (a Llama, a Mixtral, a Qwen2-MoE, written with fixed seeds
+to a temporary folder by mini_platform.model.tiny), each engine given five requests through
+``LLMEngine.add_request`` / ``step`` in fp32: few KV blocks (preemption), a small token budget per step
+(chunked prefill), prompts sharing a prefix (prefix caching), a stop token and one seeded sampled
+request. The engines differ in where the parts run: the cpu kernels in one process (and once with
+whole prompts), the Triton kernels in the Triton interpreter, the npu kernels against the emulated
+torch_npu (both MoE call sequences, decode in ACL graphs), decode in CPU graphs, and two tensor-parallel
+worker processes over gloo, with and without expert parallelism. The greedy rows must equal
+transformers' greedy generation; the sampled row, every step's tokens and the statistics must equal the
+all-reference engine's (transformers samples differently, and an exact part changes no step).
 The platform is resolved afresh for every engine built, so platform-layer parts run too.
 
 The learner's files are only read: each is compiled from its bytes under its own path (tracebacks
 name the learner's file and line) and executed into a fresh module. Every declared part, learner's
-or reference, is wrapped to count its calls (a class counts its instances) and put at its dotted
-path with ``setattr``; everything is restored after each run. When the assembled engine differs from
-the expected tokens (or raises), a binary search over the learner's exercises finds the one that
-breaks it alone, with the first engine step whose tokens differ from the all-reference engine's.
+or reference, is wrapped to count its calls (a class counts its instances, a Triton kernel its
+launches) and put at its dotted path with ``setattr``; everything is restored after each run. In the
+worker processes the same happens through a general plugin (``install_in_worker``), and their counts
+are added to the driver's. When the assembled engine differs from the expected tokens (or raises), a
+binary search over the learner's exercises, re-running only the engines that differed, finds the one
+that breaks it alone, with the first engine step whose tokens differ from the all-reference engine's.
 
 The result (rewritten after each stage, so that a crash or a time-out still tells how far it got)::
 
     {"stage": "done", "parts": {id: {"loaded": bool, "error": str}}, "reference": RUN, "assembled": RUN,
      "equal": bool, "reference_equal": bool, "difference": DIFF or null, "culprit": {...} or null,
-     "runs": int}
+     "runs": int, "run_names": [name, ...]}
 
-RUN = {"counts": {path: calls}, "models": {arch: {"equal", "difference", "stats", "steps"}}};
+RUN = {"counts": {path: calls}, "models": {name: {"equal", "difference", "stats", "steps"}}};
 DIFF = {"model", "step", "request", "expected", "got", "same_tokens"} or {"model", "exception", "where"}
 (``same_tokens`` with ``expected_stats``/``got_stats`` when only the statistics differ).
 """
@@ -53,7 +58,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import sandbox
+from . import sandbox
 
 SEEDS = {"llama": 0, "mixtral": 1, "qwen2_moe": 2}
 VOCAB = 257                      # mini_platform.model.tiny's vocabulary
@@ -327,7 +332,7 @@ def write_plugin_site(folder: Path) -> Path:
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mini-judge-parts\nVersion: 0\n", encoding="utf-8")
     (info / "entry_points.txt").write_text("[mini_platform.general_plugins]\n"
-                                           f"judge_parts = {__spec__.name if __spec__ else 'engine_run'}:install_in_worker\n",
+                                           f"judge_parts = {__spec__.name}:install_in_worker\n",
                                            encoding="utf-8")
     return folder
 

@@ -18,7 +18,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from exercises import Exercise
+from .exercises import Exercise
 
 
 class Progress:

@@ -1,7 +1,7 @@
 """The isolated run of a judgement: one fresh child process per run, limited and cleaned up.
 
 ``run_isolated(exercise, file, timeout, memory_mb)`` runs ``judge_core.run_tests`` for ``file`` in a
-child process (this file, run as a script): its own session and process group (everything it starts
+child process (this module, run with ``python -m``): its own session and process group (everything it starts
 is killed when it ends, times out or the judge is interrupted: SIGTERM, then SIGKILL after a short
 grace; on Linux also processes that left the group, found through the subreaper and an environment
 marker), an address-space limit, no core files, a file-size limit, stdin on /dev/null, and its
@@ -15,7 +15,7 @@ counts inconsistent) is refused. The learner's file is copied, never modified.
 wrong solutions, for ``judge.py check``) in one child, one after another, so that importing torch is
 paid once; a file the batch could not report on (a crash, a time-out) is judged again on its own.
 ``run_jobs`` does the same for files of different exercises (``judge.py engine``), and ``run_child``
-runs any script under the same isolation (the engine run of practice/engine_run.py).
+runs any module of this package under the same isolation (the engine run of engine_run.py).
 
 Statuses: those of judge_core plus ``timeout`` (the time limit passed) and ``crashed`` (the process
 died or exited before reporting: a signal such as SIGSEGV, or an exit). The verdict gains: exit_code
@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from exercises import Exercise, ExerciseError
-from render import MESSAGES
+from .exercises import PRACTICE_DIR, Exercise, ExerciseError
+from .render import MESSAGES
 
 MEMORY_MB = {"pure": 1024, "torch": 3072}   # address space: torch + triton import needs ~0.9 GiB
 PIPE_LIMIT = 4 << 20        # bytes the child may write to its real stdout/stderr before it is killed
@@ -100,7 +100,7 @@ def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
     ``jobs`` in turn, writing the verdicts so far after each."""
     token = child_prologue(int(memory_mb))
     sys.argv = ["submission.py"]
-    import judge_core
+    from . import judge_core
 
     verdicts = []
     for test_file, submission_file in json.loads(jobs):
@@ -172,10 +172,11 @@ def _progress_lines(pending: bytearray, err: bytearray, on_progress: Callable[[s
     pending[:] = rest
 
 
-def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb: int,
+def run_child(module: str, args: list[str], env: dict, budget: float, memory_mb: int,
               on_progress: Callable[[str], None] = lambda text: None) -> dict:
-    """Run ``python script RESULT_FILE MEMORY_MB *args`` isolated (see the module docstring) for at most
-    ``budget`` seconds; the script starts with :func:`child_prologue` and reports with :func:`write_result`
+    """Run ``python -m module RESULT_FILE MEMORY_MB *args`` isolated (see the module docstring; practice/ is
+    put on the child's PYTHONPATH so that this package imports) for at most ``budget`` seconds; the
+    module's main starts with :func:`child_prologue` and reports with :func:`write_result`
     (and may report how far it got with :func:`progress`, passed on to ``on_progress``).
     Returns what came back: the results written in time, why it stopped, its exit code and its output."""
     if os.name == "nt":
@@ -187,8 +188,9 @@ def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb
     with tempfile.TemporaryDirectory(prefix="mini-judge-") as tmp:
         token, run_id = secrets.token_hex(16), secrets.token_hex(8)
         result_file = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, str(Path(script).resolve()), result_file, str(memory_mb), *args]
-        env = {**env, RUN_MARKER: run_id}
+        cmd = [sys.executable, "-m", module, result_file, str(memory_mb), *args]
+        path = os.pathsep.join(p for p in (str(PRACTICE_DIR), env.get("PYTHONPATH")) if p)
+        env = {**env, RUN_MARKER: run_id, "PYTHONPATH": path}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=tmp, env=env, start_new_session=True)
         out, err, pending, total, reason, reported_in_time = bytearray(), bytearray(), bytearray(), 0, None, False
@@ -271,7 +273,7 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
 
 def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int) -> dict:
     pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
-    return run_child(Path(__file__), [json.dumps(pairs)], child_env([e for e, _ in jobs]), timeout * len(jobs), memory_mb)
+    return run_child(__name__, [json.dumps(pairs)], child_env([e for e, _ in jobs]), timeout * len(jobs), memory_mb)
 
 
 def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int, lang: str = "zh") -> dict:

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-PRACTICE_DIR = Path(__file__).resolve().parent
+PRACTICE_DIR = Path(__file__).resolve().parents[1]   # practice/: the exercise folders
 FILES = ("problem.md", "starter.py", "solution.py", "test.py")
 DIFFICULTIES = ("easy", "medium", "hard")
 KNOWN_REQUIREMENTS = ("torch", "triton", "torch_npu")

@@ -7,9 +7,10 @@ recorded for the same content (its sha256), or else judged now. Files judged now
 child together (sandbox.run_jobs: torch is imported once; a file can only sway its own verdict,
 and an accepted one is checked again by the engine run itself); accepted verdicts are recorded like
 ``judge.py ID`` records them, so the next run skips them. Otherwise the engine's own version is
-used, with the reason. ``--parts 194,213`` limits which exercises may be the learner's (and the table).
+used, with the reason. ``--parts 194,213`` limits which exercises may be the learner's (and the table)
+and the engines to those that serve their chapters; ``--chapter 6`` takes that chapter's exercises.
 
-The run happens in practice/engine_run.py inside an isolated child (sandbox.run_child: time and
+The run happens in engine_run.py inside an isolated child (sandbox.run_child: time and
 memory limits, its own process group, the learner's files only read). This module prepares it and
 turns its result into the summary (``summarize``: the schema ``--json`` prints) and the table (``text``).
 ``run_for_chapter(N)`` is the closing cell of chapter N's notebook ("用你的实现跑引擎").
@@ -28,14 +29,12 @@ import unicodedata
 from pathlib import Path
 from typing import Callable
 
-import exercises
-import render
-import sandbox
-from exercises import Exercise, ExerciseError
-from progress import Progress, file_digest
+from . import exercises, render, sandbox
+from .exercises import Exercise, ExerciseError
+from .progress import Progress, file_digest
 
-ENGINE_RUN = Path(__file__).resolve().parent / "engine_run.py"
-JUDGE = Path(__file__).resolve().parent / "judge.py"
+ENGINE_RUN = f"{__package__}.engine_run"   # the child's module (sandbox.run_child runs it with -m)
+JUDGE = exercises.PRACTICE_DIR / "judge.py"
 MEMORY_MB = 4096      # torch + transformers + two tiny models
 TIMEOUT = 300.0       # seconds for the whole run, bisection included
 MODELS = ("llama", "mixtral")
