@@ -103,8 +103,8 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
                             offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
                             expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
                             expert_tokens_num_flag: bool = False, quant_mode: int = -1,
-                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0,
+                            x_dtype: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """v2 routing (dropless, unquantised), after the documented numpy reference. Pairs are token-major, ``i = t*K + j``.
 
     Ids below ``expert_start`` sort last (as ``INT32_MAX``); the valid pairs are those with
@@ -115,12 +115,14 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
       pairs, -1 elsewhere; ``row_idx_type=1`` (scatter) ``order`` itself.
     - ``expert_tokens`` int64: per expert of the range, cumsum (type 0) or count (type 1); type 2 ``[expert_num, 2]``
       (expert id, count) for the experts with tokens, at the head.
-    - ``expanded_scale`` fp32 ``[N]``: ``scale`` gathered like ``expanded_x`` when given, else meaningless (zeros).
+    - ``expanded_scale`` fp32, one entry per row of ``expanded_x`` (the shape of torch-npu 2.13.0's meta function):
+      ``scale`` gathered like ``expanded_x`` when given, else undefined ("如果不输入表示计算时不使用scale，且输出
+      expanded_scale中的值未定义", ``torch_npu/_op_plugin_docs.py`` of 2.13.0); zeros here.
     """
     op = "npu_moe_init_routing_v2"
     _expect_int32(op, "expert_idx", expert_idx)
-    if quant_mode != -1 or offset is not None:
-        raise _not_emulated(op, f"quant_mode={quant_mode}")
+    if quant_mode != -1 or offset is not None or x_dtype is not None:
+        raise _not_emulated(op, f"quant_mode={quant_mode}, x_dtype={x_dtype}")
     if drop_pad_mode != 0:
         raise _not_emulated(op, f"drop_pad_mode={drop_pad_mode} (capacity {expert_capacity})")
     if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
@@ -162,7 +164,7 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     filled = min(rows, available)
     expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)   # rows past `filled`: undefined
     expanded_x[:filled] = x[order[:filled] // k]
-    expanded_scale = torch.zeros(n, dtype=torch.float32, device=device)
+    expanded_scale = torch.zeros(rows, dtype=torch.float32, device=device)
     if scale is not None:
         expanded_scale[:filled] = scale.float()[order[:filled] // k]
     return expanded_x, expanded_row_idx, expert_tokens.to(torch.int64), expanded_scale
