@@ -238,3 +238,22 @@ def test_a_misspelt_keyword_in_the_source_is_reported(wheel):
     assert any("expert_nums" in p for p in npu_calls.check_source_site(wheel, site))
     assert npu_calls.check_source_site(wheel, npu_calls.SourceSite("torch.npu.set_device", "x.py:2", 1, ())) == []
     assert npu_calls.check_source_site(wheel, npu_calls.SourceSite("torch_npu.npu_swiglu_typo", "x.py:3", 1, ()))
+
+
+def test_the_emulations_quotes_of_the_op_documentation_are_in_this_release(wheel):
+    """Every quoted Chinese passage in the emulation's docstrings is text of the wheel's ``_op_plugin_docs.py``."""
+    import ast
+    import re
+
+    from mini_platform.ascend import emulation
+
+    squeeze = lambda text: re.sub(r"\s+", "", text)   # noqa: E731  (docstrings wrap lines)
+    docs = squeeze("".join(wheel.op_docs.values()))
+    quotes = []
+    for path in sorted(npu_wheel.Path(emulation.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+                quotes += [(path.name, q) for q in re.findall(r'"([^"]+)"', ast.get_docstring(node))
+                           if re.search(r"[\u4e00-\u9fff]", q)]
+    assert len(quotes) >= 8
+    assert [(name, q) for name, q in quotes if squeeze(q) not in docs] == []

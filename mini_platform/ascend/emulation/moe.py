@@ -1,7 +1,13 @@
 """Emulated torch_npu MoE ops: gating, routing (v1 and v2), expert token counts, grouped matmul, combine.
 
-Sources (Ascend/op-plugin at 517f2e7d): signatures from ``op_plugin/config/op_plugin_functions.yaml``;
-semantics from ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md`` (formulas and numpy references) and,
+Sources: signatures, output shapes and dtypes as the schemas and meta functions of the torch-npu 2.13.0 wheel
+(tests/test_torch_npu_wheel.py compares them); semantics from that release's ``torch_npu/_op_plugin_docs.py``
+(init_routing "expanded_row_idx[sorted_row_idx[i]]=i, expanded_x[i]=x[sorted_row_idx[i]%num_rows]";
+compute_expert_tokens "BinarySearch(sortedExpertForSourceRow,i)", "查找每个专家处理的最后一行的位置"; finalize_routing
+"expandPermutedRows_{expandedSrcToDstRow_{i+k*num_rows},j}", column-major; token_unpermute "根据sorted_indices存储的
+下标，获取permuted_tokens中存储的输入数据；如果存在probs数据，permuted_tokens会与probs相乘；最后进行累加求和"), and,
+where that text is brief, Ascend/op-plugin at 517f2e7d: ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md``
+(formulas and numpy references) and,
 for ``npu_moe_token_unpermute``, the reference in ``test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py``
 (the op takes the gather index, the inverse of ``argsort``: "the fusion operator will perform two
 torch.argsort operations internally").
