@@ -112,8 +112,8 @@ def test_the_ast_scan_finds_no_call_the_recording_missed_or_that_does_not_fit(wh
     recorded = {(c.name, c.site) for c in calls}
     static_only = [s for s in npu_calls.scan_sources() if (s.name, s.site) not in recorded]
     assert len(static_only) < len(npu_calls.scan_sources()) / 2       # the recording reached most sites
-    problems = {s.site: npu_calls.check_source_site(wheel, s) for s in static_only}
-    assert not {site: p for site, p in problems.items() if p}, problems
+    bad = {s.site: p for s in static_only if (p := npu_calls.check_source_site(wheel, s))}
+    assert not bad, bad
 
 
 def test_the_emulation_returns_what_the_wheels_meta_functions_compute(wheel, calls):
@@ -129,6 +129,7 @@ def test_the_emulation_returns_what_the_wheels_meta_functions_compute(wheel, cal
             checked.add(call.op)
         if problems:
             mismatches.setdefault(call.op, problems)
+    print(f"\nmeta functions run: {sorted(checked)}")
     assert {"npu_rms_norm", "npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_fused_infer_attention_score"} <= checked
     assert not mismatches, mismatches
 
@@ -142,48 +143,50 @@ def test_the_documented_exception_is_real(wheel, calls):
 
 
 def test_the_emulated_ops_take_the_wheels_arguments_and_defaults(wheel):
-    from mini_platform.ascend.emulation import SUBMODULES, build_module
+    """Every emulated op, used by the engine or not: the schema's argument names, order, keyword-only split and
+    defaults (so a call that relies on a default gets the wheel's)."""
+    from mini_platform.ascend.emulation import build_module
 
     fake = build_module()
-    problems = {}
-    for name in [n for n in vars(fake) if not n.startswith("__") and callable(getattr(fake, n))]:
-        fn = inspect.unwrap(getattr(fake, name))
-        if isinstance(fn, type) or name == "npu":
+    ops = {name: inspect.unwrap(fn) for name, fn in vars(fake).items()
+           if not name.startswith("__") and callable(fn) and name != "npu"}
+    assert len(ops) >= 15
+    problems = {name: npu_calls.compare_with_schema(fn, wheel.op_schemas(name)[0]) if wheel.op_schemas(name)
+                else ["no such op in the wheel"] for name, fn in ops.items()}
+    bad = {name: p for name, p in problems.items() if p}
+    assert not bad, bad
+
+
+def emulated_api(module) -> list[tuple[str, object]]:
+    """(``torch.npu`` name, function) for each function of the emulated ``torch.npu``, and for each of its classes
+    the class's own ``__init__`` and public methods (``self`` dropped)."""
+    members = []
+    for name, value in vars(module).items():
+        if name.startswith("__"):
             continue
-        schemas = wheel.op_schemas(name)
-        if not schemas:
-            problems[name] = ["no such op in the wheel"]
+        if not isinstance(value, type):
+            members.append((f"torch.npu.{name}", inspect.signature(value)))
             continue
-        found = npu_calls.compare_with_schema(fn, schemas[0])
-        if found:
-            problems[name] = found
-    assert SUBMODULES and not problems, problems
+        own = {"": vars(value)["__init__"]} if "__init__" in vars(value) else {}
+        own.update({f".{m}": fn for m, fn in vars(value).items() if not m.startswith("_") and inspect.isfunction(fn)})
+        for suffix, fn in own.items():
+            signature = inspect.signature(fn)
+            members.append((f"torch.npu.{name}{suffix}",
+                            signature.replace(parameters=list(signature.parameters.values())[1:])))
+    return members
 
 
 def test_the_emulated_torch_npu_api_has_the_wheels_signatures(wheel):
     from mini_platform.ascend.emulation import npu
 
+    members = emulated_api(npu.build_npu_module())
+    assert len(members) >= 15
     problems = {}
-    module = npu.build_npu_module()
-    for name in [n for n in vars(module) if not n.startswith("__")]:
-        value = getattr(module, name)
-        targets = ([(f"torch.npu.{name}", value.__init__ if "__init__" in vars(value) else None)]
-                   + [(f"torch.npu.{name}.{m}", getattr(value, m)) for m in vars(value)
-                      if not m.startswith("_") and inspect.isfunction(getattr(value, m))]
-                   if isinstance(value, type) else [(f"torch.npu.{name}", value)])
-        for dotted, fn in targets:
-            theirs = wheel.python_signatures(dotted)
-            if fn is None or not theirs:
-                if not theirs:
-                    problems[dotted] = ["not in the wheel"]
-                continue
-            ours = inspect.signature(fn)
-            if isinstance(value, type):
-                ours = ours.replace(parameters=list(ours.parameters.values())[1:])
-            found = npu_calls.compare_signatures(ours, theirs[-1])
-            if found:
-                problems[dotted] = found
-    assert not problems, problems
+    for dotted, ours in members:
+        theirs = wheel.python_signatures(dotted)    # a class: [__new__, __init__], or the one it defines
+        problems[dotted] = npu_calls.compare_signatures(ours, theirs[-1]) if theirs else ["not in the wheel"]
+    bad = {name: p for name, p in problems.items() if p}
+    assert not bad, bad
 
 
 # -- the checker itself: a wrong call must be reported ---------------------------------------------------------------
