@@ -101,13 +101,13 @@ def _recorder(calls: list[Call], name: str, fn: Callable, method: bool = False) 
     return record
 
 
-GRAPH_CLASSES = ("NPUGraph", "ExternalEvent", "Stream", "graph")
 _ABSENT = object()
 
 
 @contextlib.contextmanager
 def recording() -> Iterator[list[Call]]:
-    """``emulated_torch_npu()`` with recorders in front of every op and every ``torch.npu`` function and method."""
+    """``emulated_torch_npu()`` with recorders in front of every op and every ``torch.npu`` function, class
+    (its constructor) and method."""
     from mini_platform.ascend.emulation import emulated_torch_npu
     from mini_platform.ascend.platform import NPUPlatform
 
@@ -117,21 +117,18 @@ def recording() -> Iterator[list[Call]]:
     NPUPlatform._global_graph_pool = None      # so that graph_pool_handle() is called (and seen) again
     try:
         with emulated_torch_npu() as fake:
-            for name in [n for n in vars(fake) if not n.startswith("__")]:
-                value = getattr(fake, name)
-                if callable(value) and not isinstance(value, type):
-                    setattr(fake, name, _recorder(calls, f"torch_npu.{name}", value))
-            for name in [n for n in vars(fake.npu) if not n.startswith("__")]:
-                value = getattr(fake.npu, name)
-                if isinstance(value, type) and name in GRAPH_CLASSES:
-                    for attr in ["__init__"] + [a for a in vars(value) if not a.startswith("_")]:
-                        method = getattr(value, attr)
-                        if inspect.isfunction(method) or attr == "__init__":
-                            label = f"torch.npu.{name}" + ("" if attr == "__init__" else f".{attr}")
-                            patched.append((value, attr, vars(value).get(attr, _ABSENT)))
-                            setattr(value, attr, _recorder(calls, label, method, method=True))
-                elif callable(value) and not isinstance(value, type):
-                    setattr(fake.npu, name, _recorder(calls, f"torch.npu.{name}", value))
+            for module, prefix in ((fake, "torch_npu"), (fake.npu, "torch.npu")):
+                for name, value in [(n, v) for n, v in vars(module).items() if not n.startswith("__")]:
+                    if not isinstance(value, type):
+                        if callable(value):
+                            setattr(module, name, _recorder(calls, f"{prefix}.{name}", value))
+                        continue
+                    methods = {"__init__": f"{prefix}.{name}"} | {
+                        attr: f"{prefix}.{name}.{attr}" for attr, fn in vars(value).items()
+                        if not attr.startswith("_") and inspect.isfunction(fn)}
+                    for attr, label in methods.items():
+                        patched.append((value, attr, vars(value).get(attr, _ABSENT)))
+                        setattr(value, attr, _recorder(calls, label, getattr(value, attr), method=True))
             yield calls
     finally:
         for cls, attr, own in reversed(patched):

@@ -101,16 +101,15 @@ class Wheel:
     def native_schemas(self) -> dict[str, list[torch._C.FunctionSchema]]:
         """Base name -> its overloads, from the codegen yaml (``- func: S`` or ``  func: S``; the ``symint:`` section
         repeats some, deduplicated)."""
-        seen: dict[tuple[str, str], str] = {}
+        seen: dict[tuple[str, str], torch._C.FunctionSchema] = {}
         for match in re.finditer(r"^(?:- |  )func: (.+)$", self.text(NATIVE_YAML), re.MULTILINE):
             text = match.group(1).strip()
             if "(" not in text:
                 continue   # an aten op torch_npu re-implements (``func: clone``), not one of its own
             schema = torch._C.parse_schema(text)
-            key = (schema.name, schema.overload_name)
-            if seen.setdefault(key, str(schema)) != str(schema):
-                raise ValueError(f"{NATIVE_YAML}: two different schemas for {key}")
-        return _by_name(torch._C.parse_schema(text) for text in seen.values())
+            if str(seen.setdefault((schema.name, schema.overload_name), schema)) != str(schema):
+                raise ValueError(f"{NATIVE_YAML}: two different schemas for {schema.name}.{schema.overload_name}")
+        return _by_name(seen.values())
 
     @functools.cached_property
     def atb_top_level(self) -> list[str]:

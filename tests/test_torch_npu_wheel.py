@@ -260,3 +260,17 @@ def test_the_emulations_quotes_of_the_op_documentation_are_in_this_release(wheel
                            if re.search(r"[\u4e00-\u9fff]", q)]
     assert len(quotes) >= 8
     assert [(name, q) for name, q in quotes if squeeze(q) not in docs] == []
+
+
+def test_the_atb_schemas_are_read_out_of_the_library_and_match_their_declarations(wheel):
+    """The ATB ops the engine calls were reassembled from libop_plugin_atb.so, agree with AtbOpsInterface.h
+    (checked while reading), and carry what the header cannot say: ``workspace`` is keyword-only, default None."""
+    declared = npu_wheel._cpp_declarations(wheel.text(npu_wheel.ATB_HEADER))
+    for op in ("_npu_reshape_and_cache", "_npu_paged_attention", "_npu_paged_attention_get_workspace",
+               "_npu_rotary_embedding"):
+        assert op in wheel.atb_top_level and op in declared and len(wheel.op_schemas(op)) == 1
+    workspace = wheel.op_schemas("_npu_paged_attention")[0].arguments[-1]
+    assert (workspace.name, workspace.kwarg_only, workspace.default_value) == ("workspace", True, None)
+    with pytest.raises(ValueError, match="does not match its C\\+\\+ declaration"):
+        npu_wheel._check_against_declaration(wheel.op_schemas("_npu_reshape_and_cache")[0],
+                                             declared["_npu_reshape_and_cache"][::-1])
