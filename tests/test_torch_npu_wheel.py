@@ -8,9 +8,12 @@ scan of the sources. Skipped, with the command that fetches it, when the wheel i
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -42,34 +45,30 @@ def wheel() -> npu_wheel.Wheel:
     return npu_wheel.open_wheel(path)
 
 
-def run_workloads() -> list[Call]:
+def run_workloads(tmp: Path) -> list[Call]:
     """Record every torch_npu call the engine makes on :data:`WORKLOADS` (chunked prefill, prefix reuse, decode)."""
-    import tempfile
-    from pathlib import Path
-
     from mini_platform import LLM, SamplingParams
     from mini_platform.model.tiny import make_tiny_checkpoint
 
     params = SamplingParams(temperature=0, max_tokens=3, ignore_eos=True)
     calls: list[Call] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for arch, routing, eager in WORKLOADS:
-            checkpoint = Path(tmp) / arch
-            if not checkpoint.exists():
-                make_tiny_checkpoint(checkpoint, arch, seed=1)
-            with pytest.MonkeyPatch.context() as patch, npu_calls.recording() as recorded:
-                patch.setenv("MINI_PLATFORM_NPU_MOE_ROUTING", routing)
-                llm = LLM(str(checkpoint), block_size=16, backend="npu", max_num_seqs=4, max_num_batched_tokens=8,
-                          enforce_eager=eager)
-                llm.generate(PROMPTS, params)
-                llm.generate([PROMPTS[0] + [1, 2]], params)      # a prefix-cache hit
-            calls += recorded
+    for arch, routing, eager in WORKLOADS:
+        checkpoint = tmp / arch
+        if not checkpoint.exists():
+            make_tiny_checkpoint(checkpoint, arch, seed=1)
+        with pytest.MonkeyPatch.context() as patch, npu_calls.recording() as recorded:
+            patch.setenv("MINI_PLATFORM_NPU_MOE_ROUTING", routing)
+            llm = LLM(str(checkpoint), block_size=16, backend="npu", max_num_seqs=4, max_num_batched_tokens=8,
+                      enforce_eager=eager)
+            llm.generate(PROMPTS, params)
+            llm.generate([PROMPTS[0] + [1, 2]], params)      # a prefix-cache hit
+        calls += recorded
     return calls
 
 
 @pytest.fixture(scope="module")
-def calls() -> list[Call]:
-    return run_workloads()
+def calls(tmp_path_factory) -> list[Call]:
+    return run_workloads(tmp_path_factory.mktemp("npu_workloads"))
 
 
 def op_calls(calls: list[Call]) -> list[Call]:
@@ -245,15 +244,12 @@ def test_a_misspelt_keyword_in_the_source_is_reported(wheel):
 
 def test_the_emulations_quotes_of_the_op_documentation_are_in_this_release(wheel):
     """Every quoted Chinese passage in the emulation's docstrings is text of the wheel's ``_op_plugin_docs.py``."""
-    import ast
-    import re
-
     from mini_platform.ascend import emulation
 
     squeeze = lambda text: re.sub(r"\s+", "", text)   # noqa: E731  (docstrings wrap lines)
     docs = squeeze("".join(wheel.op_docs.values()))
     quotes = []
-    for path in sorted(npu_wheel.Path(emulation.__file__).parent.glob("*.py")):
+    for path in sorted(Path(emulation.__file__).parent.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
                 quotes += [(path.name, q) for q in re.findall(r'"([^"]+)"', ast.get_docstring(node))
