@@ -1,7 +1,13 @@
 """Emulated torch_npu MoE ops: gating, routing (v1 and v2), expert token counts, grouped matmul, combine.
 
-Sources (Ascend/op-plugin at 517f2e7d): signatures from ``op_plugin/config/op_plugin_functions.yaml``;
-semantics from ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md`` (formulas and numpy references) and,
+Sources: signatures, output shapes and dtypes as the schemas and meta functions of the torch-npu 2.13.0 wheel
+(tests/test_torch_npu_wheel.py compares them); semantics from that release's ``torch_npu/_op_plugin_docs.py``
+(init_routing "expanded_row_idx[sorted_row_idx[i]]=i, expanded_x[i]=x[sorted_row_idx[i]%num_rows]";
+compute_expert_tokens "BinarySearch(sortedExpertForSourceRow,i)", "查找每个专家处理的最后一行的位置"; finalize_routing
+"expandPermutedRows_{expandedSrcToDstRow_{i+k*num_rows},j}", column-major; token_unpermute "根据sorted_indices存储的
+下标，获取permuted_tokens中存储的输入数据；如果存在probs数据，permuted_tokens会与probs相乘；最后进行累加求和"), and,
+where that text is brief, Ascend/op-plugin at 517f2e7d: ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md``
+(formulas and numpy references) and,
 for ``npu_moe_token_unpermute``, the reference in ``test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py``
 (the op takes the gather index, the inverse of ``argsort``: "the fusion operator will perform two
 torch.argsort operations internally").
@@ -103,8 +109,8 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
                             offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
                             expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
                             expert_tokens_num_flag: bool = False, quant_mode: int = -1,
-                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0,
+                            x_dtype: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """v2 routing (dropless, unquantised), after the documented numpy reference. Pairs are token-major, ``i = t*K + j``.
 
     Ids below ``expert_start`` sort last (as ``INT32_MAX``); the valid pairs are those with
@@ -115,12 +121,14 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
       pairs, -1 elsewhere; ``row_idx_type=1`` (scatter) ``order`` itself.
     - ``expert_tokens`` int64: per expert of the range, cumsum (type 0) or count (type 1); type 2 ``[expert_num, 2]``
       (expert id, count) for the experts with tokens, at the head.
-    - ``expanded_scale`` fp32 ``[N]``: ``scale`` gathered like ``expanded_x`` when given, else meaningless (zeros).
+    - ``expanded_scale`` fp32, one entry per row of ``expanded_x`` (the shape of torch-npu 2.13.0's meta function):
+      ``scale`` gathered like ``expanded_x`` when given, else undefined ("如果不输入表示计算时不使用scale，且输出
+      expanded_scale中的值未定义", ``torch_npu/_op_plugin_docs.py`` of 2.13.0); zeros here.
     """
     op = "npu_moe_init_routing_v2"
     _expect_int32(op, "expert_idx", expert_idx)
-    if quant_mode != -1 or offset is not None:
-        raise _not_emulated(op, f"quant_mode={quant_mode}")
+    if quant_mode != -1 or offset is not None or x_dtype is not None:
+        raise _not_emulated(op, f"quant_mode={quant_mode}, x_dtype={x_dtype}")
     if drop_pad_mode != 0:
         raise _not_emulated(op, f"drop_pad_mode={drop_pad_mode} (capacity {expert_capacity})")
     if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
@@ -162,7 +170,7 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     filled = min(rows, available)
     expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)   # rows past `filled`: undefined
     expanded_x[:filled] = x[order[:filled] // k]
-    expanded_scale = torch.zeros(n, dtype=torch.float32, device=device)
+    expanded_scale = torch.zeros(rows, dtype=torch.float32, device=device)
     if scale is not None:
         expanded_scale[:filled] = scale.float()[order[:filled] // k]
     return expanded_x, expanded_row_idx, expert_tokens.to(torch.int64), expanded_scale
