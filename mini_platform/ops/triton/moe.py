@@ -45,10 +45,14 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
       through ``expert_map`` when given (-1 = owned elsewhere). Blocks past ``num_tokens_post_padded`` are
       unused (expert 0 before the map, as in vLLM at 05be9924).
     - ``num_tokens_post_padded`` int32 ``[1]``: the padded row count (a sum of per-expert multiples of block_size).
-    An expert with no token gets no block.
+    An expert with no token gets no block. The ids are not range-checked (the router's are in range, and a
+    check would wait for the device at every layer).
     """
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if expert_map is not None and tuple(expert_map.shape) != (num_experts,):
+        raise ValueError(f"expert_map must be [num_experts={num_experts}] (global id -> local index, -1 = elsewhere), "
+                         f"got shape {tuple(expert_map.shape)}")
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     numel = flat.numel()
