@@ -176,22 +176,31 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     return expanded_x, expanded_row_idx, expert_tokens.to(torch.int64), expanded_scale
 
 
-def _group_bounds(op: str, group_list: torch.Tensor, group_list_type: int, rows: int) -> list[int]:
-    """``[0, end_0, end_1, ...]`` row boundaries of the groups along M."""
+def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor, group_list_type: int) -> torch.Tensor:
+    """The M-axis grouping of ``npu_grouped_matmul`` (``group_type=0``): group ``e`` is rows ``[start_e, end_e)`` of
+    ``x`` ``[M, K]``, multiplied by ``weight[e]`` (``[E, K, N]``); ``group_list`` holds the groups' ends (type 0,
+    a cumsum) or sizes (type 1, counts). fp32 accumulation, x's dtype out, ``[M, N]``; rows past the last group
+    are undefined on the device, zeros here."""
+    if group_list_type not in (0, 1):
+        raise ValueError(f"group_list_type must be 0 (cumsum) or 1 (counts), got {group_list_type}")
+    if group_list.numel() != weight.shape[0]:
+        raise ValueError(f"group_list has {group_list.numel()} entries for {weight.shape[0]} weights (one per group)")
     values = [int(v) for v in group_list.tolist()]
     if group_list_type == 0:
         ends = values
         if any(b < a for a, b in zip([0] + ends, ends)):
-            raise ValueError(f"{op}: with group_list_type=0, group_list is a cumsum and must be non-decreasing, got {values}")
-    elif group_list_type == 1:
-        if any(v < 0 for v in values):
-            raise ValueError(f"{op}: with group_list_type=1, group_list holds group sizes (>= 0), got {values}")
-        ends = torch.tensor(values).cumsum(0).tolist() if values else []
+            raise ValueError(f"with group_list_type=0, group_list is a cumsum and must be non-decreasing, got {values}")
     else:
-        raise _not_emulated(op, f"group_list_type={group_list_type}")
-    if ends and ends[-1] > rows:
-        raise ValueError(f"{op}: the groups cover {ends[-1]} rows but x has {rows}")
-    return [0] + ends
+        if any(v < 0 for v in values):
+            raise ValueError(f"with group_list_type=1, group_list holds group sizes (>= 0), got {values}")
+        ends = torch.tensor(values).cumsum(0).tolist() if values else []
+    if ends and ends[-1] > x.shape[0]:
+        raise ValueError(f"the groups cover {ends[-1]} rows but x has {x.shape[0]}")
+    y = torch.zeros((x.shape[0], weight.shape[2]), dtype=torch.float32, device=x.device)
+    for g, (lo, hi) in enumerate(zip([0] + ends, ends)):
+        if hi > lo:
+            y[lo:hi] = x[lo:hi].float() @ weight[g].float()
+    return y.to(x.dtype)
 
 
 def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor], *, bias=None, scale=None,
@@ -202,9 +211,8 @@ def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor]
                        x_dtype=None, weight_dtype=None, scale_dtype=None,
                        per_token_scale_dtype=None) -> list[torch.Tensor]:
     """M-axis grouped matmul (``group_type=0``) as vllm-ascend calls it: one ``x`` ``[M, K]``, one weight
-    ``[G, K, N]``, ``group_list`` int64 (type 0 cumsum, type 1 counts); ``y[rows of g] = x[rows of g] @ weight[g]``,
-    fp32 accumulation, x's dtype out. ``split_item`` 2/3 return one tensor (in a list), as do 0/1 here (one weight).
-    Rows past the last group are undefined on the device; zeros here."""
+    ``[G, K, N]``, ``group_list`` int64 (type 0 cumsum, type 1 counts), computed by :func:`grouped_matmul`.
+    ``split_item`` 2/3 return one tensor (in a list), as do 0/1 here (one weight)."""
     op = "npu_grouped_matmul"
     unused = {"bias": bias, "scale": scale, "offset": offset, "antiquant_scale": antiquant_scale,
               "antiquant_offset": antiquant_offset, "per_token_scale": per_token_scale,
@@ -225,12 +233,9 @@ def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor]
                          f"{tuple(w.shape)}, {tuple(group_list.shape)}")
     if group_list.dtype != torch.int64:
         raise TypeError(f"{op}: group_list must be int64, got {group_list.dtype}")
-    bounds = _group_bounds(op, group_list, group_list_type, a.shape[0])
-    y = torch.zeros((a.shape[0], w.shape[2]), dtype=torch.float32, device=a.device)
-    for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-        if hi > lo:
-            y[lo:hi] = a[lo:hi].float() @ w[g].float()
-    return [y.to(a.dtype)]
+    if group_list_type not in (0, 1):
+        raise _not_emulated(op, f"group_list_type={group_list_type}")
+    return [grouped_matmul(a, w, group_list, group_list_type)]
 
 
 def npu_moe_finalize_routing(expanded_permuted_rows: torch.Tensor, skip1: torch.Tensor | None,
