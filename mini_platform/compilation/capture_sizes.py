@@ -10,7 +10,7 @@ from typing import Sequence
 
 
 def decode_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
-                         user_sizes: Sequence[int] | None = None) -> list[int]:
+                         user_sizes: list[int] | None = None) -> list[int]:
     """The batch sizes that get a full decode graph, ascending, without duplicates.
 
     ``user_sizes`` None: vLLM v0.11.0's default schedule ``[1, 2, 4] + range(8, N + 1, 8)`` with
@@ -42,7 +42,7 @@ def decode_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
     return decode
 
 
-def dispatch_graph(num_scheduled_tokens: Sequence[int], capture_sizes: Sequence[int]) -> int | None:
+def dispatch_graph(num_scheduled_tokens: list[int], capture_sizes: list[int]) -> int | None:
     """The capture size the step replays, or None: run it eagerly.
 
     ``num_scheduled_tokens`` has each request's new tokens in the step, ``capture_sizes`` is ascending. Only a
