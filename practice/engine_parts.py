@@ -26,6 +26,7 @@ import sys
 import tempfile
 import unicodedata
 from pathlib import Path
+from typing import Callable
 
 import exercises
 import render
@@ -54,6 +55,20 @@ STAGES = {"start": ("启动", "start"), "setup": ("准备", "setup"),
           "transformers": ("用 transformers 生成参照", "transformers' reference tokens"),
           "reference": ("全部用参考实现的引擎", "the all-reference engine"),
           "assembled": ("换上你的部件的引擎", "the engine with your parts"), "bisect": ("二分查找", "bisection")}
+# What each run of engine_run.RUNS is (the table's legend).
+RUN_TEXT = {
+    "llama": ("cpu 内核，eager", "cpu kernels, eager"),
+    "mixtral": ("cpu 内核，eager", "cpu kernels, eager"),
+    "llama/b8": ("整段预填充（不分块）、最多 3 个请求、5 个 8 token 的块、上下文 24 个 token",
+                 "whole prompts (no chunking), at most 3 requests, 5 blocks of 8 tokens, a 24-token context"),
+    "mixtral/triton": ("Triton 内核，在 Triton 解释器里运行", "Triton kernels, run in the Triton interpreter"),
+    "qwen2_moe/npu-graph": ("npu 内核对照 torch_npu 的 CPU 模拟，解码走 ACL 图（模拟）",
+                            "npu kernels against the CPU emulation of torch_npu, decode in ACL graphs (emulated)"),
+    "mixtral/npu-v1": ("npu 内核（模拟的 torch_npu），MoE 走 v1 调用序列", "npu kernels (emulated torch_npu), the v1 MoE calls"),
+    "llama/graph": ("解码走 CPU 图", "decode in CPU graphs"),
+    "llama/tp2": ("张量并行：2 个 worker 进程，gloo", "tensor parallel: 2 worker processes over gloo"),
+    "mixtral/tp2-ep": ("张量并行 + 专家并行：2 个 worker 进程，gloo", "tensor + expert parallel: 2 worker processes over gloo"),
+}
 RESULTS = {"ok": ("正常", "ok"), "not_exercised": ("没有被调用", "not exercised"),
            "not_reached": ("没走到（引擎先停了）", "not reached (the engine stopped first)"),
            "breaks": ("让引擎出错", "breaks the engine"), "unknown": ("—", "—")}
@@ -104,6 +119,17 @@ def select(text: str | None, available: list[Exercise], root: Path) -> list[Exer
     return chosen
 
 
+def select_chapter(chapter: int, available: list[Exercise]) -> list[Exercise]:
+    """The exercises of ``chapter`` that declare engine parts; raises ExerciseError naming the chapters that
+    have some when it has none."""
+    chosen = [e for e in available if e.chapter == chapter]
+    if not chosen:
+        have = ", ".join(str(n) for n in sorted({e.chapter for e in available})) or "-"
+        raise ExerciseError(f"第 {chapter} 章没有声明引擎部件的练习；有引擎部件的章：{have}",
+                            f"chapter {chapter} has no exercise with engine parts; chapters that have some: {have}")
+    return chosen
+
+
 def choose(selected: list[Exercise], progress: Progress, lang: str) -> list[dict]:
     """Per selected exercise: whether the learner's version is used (``source`` "yours" or
     "reference"), the reason, and the file with the sha256 of its judged content."""
@@ -150,25 +176,38 @@ def choose(selected: list[Exercise], progress: Progress, lang: str) -> list[dict
 # The run
 
 
-def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, memory_mb: int = MEMORY_MB) -> dict:
+def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, memory_mb: int = MEMORY_MB,
+        chapters: list[int] | None = None, on_progress: Callable[[str], None] = lambda text: None) -> dict:
     """Run engine_run.py isolated: every exercise of ``every`` has its parts counted, the learner's
-    files of ``choices`` (source "yours") are swapped in. Returns the child's report plus the
-    process facts: ``process`` = {"reason", "returncode", "elapsed", "stderr"}."""
+    files of ``choices`` (source "yours") are swapped in; only the runs that serve ``chapters`` (all for
+    None). ``on_progress`` gets a line per engine run as the child starts it. Returns the child's report
+    plus the process facts: ``process`` = {"reason", "returncode", "elapsed", "stderr"}."""
     mine = {c["exercise"]: c for c in choices if c["source"] == "yours"}
     parts = [{"exercise": e.id, "paths": list(e.engine), "file": mine[e.id]["file"] if e.id in mine else None,
               "sha256": mine[e.id]["sha256"] if e.id in mine else None} for e in every]
     env = {key: value for key, value in sandbox.child_env().items()   # the platform is chosen afresh, by the rules
            if not key.startswith("MINI_PLATFORM") or key in ("MINI_PLATFORM_PRACTICE_DIR", "MINI_PLATFORM_LANG")}
+    # The standard load is a CPU run: the Triton kernels run in the Triton interpreter, GPU or not.
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
-               TOKENIZERS_PARALLELISM="false")
+               TOKENIZERS_PARALLELISM="false", TRITON_INTERPRET="1")
     with tempfile.TemporaryDirectory(prefix="mini-engine-spec-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"parts": parts}), encoding="utf-8")
-        child = sandbox.run_child(ENGINE_RUN, [str(spec)], env, timeout, memory_mb)
+        spec.write_text(json.dumps({"parts": parts, "chapters": chapters}), encoding="utf-8")
+        child = sandbox.run_child(ENGINE_RUN, [str(spec)], env, timeout, memory_mb, on_progress)
     report = child["verdicts"][0] if child["verdicts"] else {"stage": "start"}
     report["process"] = {"reason": child["reason"], "returncode": child["returncode"],
                          "elapsed": round(child["elapsed"], 2), "stderr": child["stderr"]}
     return report
+
+
+def chapters_of(selected: list[Exercise], chapter: int | None, every: list[Exercise]) -> list[int] | None:
+    """The chapters whose runs are needed: ``chapter``, else those of the selected exercises, else
+    None (every run) when the selection is every exercise with parts."""
+    if chapter is not None:
+        return [chapter]
+    if {e.id for e in selected} == {e.id for e in every}:
+        return None
+    return sorted({e.chapter for e in selected})
 
 
 def _learner_frames(stderr: str, files: list[str]) -> str:
@@ -278,9 +317,9 @@ def _difference_text(d: dict, lang: str) -> str:
 
 def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
     """The summary as a table and a verdict line for the terminal."""
-    out = [colour(_tr(lang, ("用你的实现跑引擎：tiny Llama 与 tiny Mixtral（fp32，cpu 内核后端，eager），对照 transformers",
-                             "Your engine: tiny Llama and tiny Mixtral (fp32, cpu kernel backend, eager) against "
-                             "transformers")), "1")]
+    out = [colour(_tr(lang, ("用你的实现跑引擎：{n} 个小模型引擎（fp32），对照 transformers",
+                             "Your engine: {n} engines on tiny models (fp32) against transformers"),
+                      n=len(summary["stats"]) or "?"), "1")]
     header = _tr(lang, ("练习", "exercise")), _tr(lang, ("部件", "part")), _tr(lang, ("调用", "calls")), \
         _tr(lang, ("结果", "result")), _tr(lang, ("用的是", "version used"))
     width = max([len(_short(r["part"])) for r in summary["parts"]] + [20])
@@ -294,16 +333,16 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
         out.append(f"  {row['exercise']:<8} {_short(row['part']):<{width}} {calls:<6} {colour(result, code)} {used}")
     stats = summary["stats"]
     if stats and all(stats.values()):
-        per_model = "；".join if lang != "en" else "; ".join
         out.append(_tr(lang, ("标准运行：5 个请求（4 个共享前缀，1 个带停止 token，1 个带种子的采样），每步最多 16 个 token（分块预填充），"
-                              "14 个 4 token 的 KV 块；llama/b8 是同一个 Llama 整段预填充（不分块）、最多 3 个请求、"
-                              "5 个 8 token 的块、上下文 24 个 token；", "Standard run: 5 requests (4 share a prefix, 1 with a stop "
+                              "14 个 4 token 的 KV 块；各个引擎：", "Standard run: 5 requests (4 share a prefix, 1 with a stop "
                               "token, 1 seeded sampled), at most 16 tokens a step (chunked prefill), 14 KV blocks of 4 "
-                              "tokens; llama/b8 is the same Llama with whole prompts (no chunking), at most 3 requests, 5 "
-                              "blocks of 8 tokens and a 24-token context; "))
-                   + per_model(_tr(lang, ("{arch} {steps} 步、抢占 {preemptions} 次、前缀缓存命中 {prefix_hit_tokens} 个 token",
-                                          "{arch}: {steps} steps, {preemptions} preemptions, {prefix_hit_tokens} "
-                                          "prefix-cache hit tokens"), arch=arch, **s) for arch, s in stats.items()))
+                              "tokens; the engines:")))
+        width = max(len(name) for name in stats)
+        for name, s in stats.items():
+            out.append(f"  {name:<{width}}  " + _tr(lang, RUN_TEXT.get(name, (name, name))) + _tr(lang, (
+                "；{steps} 步、抢占 {preemptions} 次、前缀缓存命中 {prefix_hit_tokens} 个 token、图重放 {graph_steps} 步",
+                "; {steps} steps, {preemptions} preemptions, {prefix_hit_tokens} prefix-cache hit tokens, "
+                "{graph_steps} graph replays"), **s))
     if summary["not_exercised"]:
         out.append(colour(_tr(lang, ("没有被调用的部件（声明了，但标准运行没有走到它）：{parts}",
                                      "Parts never called (declared, but the standard run does not reach them): {parts}"),
@@ -353,15 +392,15 @@ def text(summary: dict, lang: str, colour=lambda text, code: text) -> str:
 
 
 def run_for_chapter(chapter: int, lang: str = "zh") -> int:
-    """Run ``judge.py engine --parts <chapter's exercises with engine parts>`` in a subprocess (isolated
-    like any judging, on the learner's workspace) and print its table; returns its exit status."""
+    """Run ``judge.py engine --chapter N`` in a subprocess (isolated like any judging, on the learner's
+    workspace: their accepted parts, the reference parts where they have none yet) and print what it
+    prints; returns its exit status."""
     root = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or exercises.PRACTICE_DIR)
-    ids = ",".join(str(e.id) for e in engine_exercises(root) if e.chapter == chapter)
-    if not ids:
+    if not any(e.chapter == chapter for e in engine_exercises(root)):
         print(_tr(lang, ("第 {n} 章还没有声明引擎部件的练习。", "No exercise of chapter {n} declares engine parts yet."), n=chapter))
         return 0
-    print(f"$ python practice/judge.py engine --parts {ids}\n")
-    done = subprocess.run([sys.executable, str(JUDGE), "engine", "--parts", ids, "--lang", lang],
+    print(f"$ python practice/judge.py engine --chapter {chapter}\n")
+    done = subprocess.run([sys.executable, str(JUDGE), "engine", "--chapter", str(chapter), "--lang", lang],
                           capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
     print(done.stdout + done.stderr)
     return done.returncode

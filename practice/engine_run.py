@@ -44,30 +44,75 @@ import importlib
 import json
 import os
 import random
+import re
 import sys
 import traceback
 import types
+from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import sandbox
 
-ARCHS = ("llama", "mixtral")
-SEEDS = {"llama": 0, "mixtral": 1}
+SEEDS = {"llama": 0, "mixtral": 1, "qwen2_moe": 2}
 VOCAB = 257                      # mini_platform.model.tiny's vocabulary
 MAX_TOKENS = 8
 MAX_STEPS = 400                  # an engine that has not finished by then is not making progress
 ENGINE_OPTIONS = {"block_size": 4, "num_kv_blocks": 14, "max_num_seqs": 8, "max_num_batched_tokens": 16,
                   "enable_prefix_caching": True, "enable_chunked_prefill": True, "dtype": "float32",
                   "backend": "cpu", "device": "cpu", "enforce_eager": True}
-# The same Llama once more with whole prompts (no chunked prefill, so a long prompt at the head of the
-# queue holds the others back), three requests at a time, blocks of 8 and a context of 24 tokens (the
-# longer prompts finish by length): other kernel shapes, rules the first run never uses, preemption again.
-WHOLE_PROMPTS = "llama/b8"
+# Whole prompts (no chunked prefill, so a long prompt at the head of the queue holds the others back), three
+# requests at a time, blocks of 8 and a context of 24 tokens (the longer prompts finish by length): other
+# kernel shapes, rules the first run never uses, preemption again.
 WHOLE_PROMPT_OPTIONS = {**ENGINE_OPTIONS, "block_size": 8, "num_kv_blocks": 5, "max_num_seqs": 3,
                         "max_num_batched_tokens": 24, "enable_chunked_prefill": False, "max_model_len": 24}
+# The npu kernels take blocks of 16 tokens or more (as _npu_paged_attention does); 5 of them still preempt.
+NPU_OPTIONS = {"backend": "npu", "block_size": 16, "num_kv_blocks": 5, "emulated_npu": True}
 STOP_ROW, SAMPLED_ROW = 2, 3     # the request with a stop token; the seeded sampled one
+WORKER_SPEC = "MINI_JUDGE_WORKER_PARTS"   # the spec file the TP workers' general plugin reads (install_in_worker)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One engine of the standard load: a checkpoint, the engine options, and where it runs. ``chapters``
+    are the chapters whose parts this run is there to call (``--chapter N`` runs only those)."""
+    name: str
+    checkpoint: str
+    options: dict
+    chapters: frozenset
+    emulated_npu: bool = False               # inside mini_platform.ascend.emulation.emulated_torch_npu()
+    env: tuple = ()                          # (name, value) pairs set while the engine is built and runs
+
+    @property
+    def multiprocess(self) -> bool:
+        return self.options.get("tensor_parallel_size", 1) > 1
+
+
+def _run(name: str, checkpoint: str, chapters: set, **changes) -> Run:
+    emulated, env = changes.pop("emulated_npu", False), changes.pop("env", ())
+    return Run(name, checkpoint, {**ENGINE_OPTIONS, **changes}, frozenset(chapters), emulated, env)
+
+
+# Every part is called on its real path: the cpu kernels in one process, the Triton kernels in the Triton
+# interpreter, the Ascend calls against the emulated torch_npu (both MoE call sequences, an ACL graph),
+# the CPU graph, and two worker processes over gloo with and without expert parallelism.
+RUNS = (
+    _run("llama", "llama", {1, 2, 3, 4, 5}),
+    _run("mixtral", "mixtral", {1, 2, 3, 4, 5, 6}),
+    Run("llama/b8", "llama", WHOLE_PROMPT_OPTIONS, frozenset({1, 2, 3, 4, 5})),
+    _run("mixtral/triton", "mixtral", {2, 6}, backend="triton"),
+    _run("qwen2_moe/npu-graph", "qwen2_moe", {6, 7}, enforce_eager=False, **NPU_OPTIONS),
+    _run("mixtral/npu-v1", "mixtral", {6}, env=(("MINI_PLATFORM_NPU_MOE_ROUTING", "v1"),), **NPU_OPTIONS),
+    _run("llama/graph", "llama", {7}, enforce_eager=False),
+    _run("llama/tp2", "llama", {8}, tensor_parallel_size=2),
+    _run("mixtral/tp2-ep", "mixtral", {6, 8}, tensor_parallel_size=2, enable_expert_parallel=True),
+)
+
+
+def runs_for(chapters: set[int] | None) -> tuple[Run, ...]:
+    """The runs that serve ``chapters`` (all of them for None)."""
+    return tuple(r for r in RUNS if chapters is None or r.chapters & set(chapters))
 
 
 def standard_prompts() -> list[list[int]]:
@@ -119,11 +164,18 @@ def prepare_model(arch: str, folder: str) -> dict:
     return {"path": str(path), "rows": rows, "expected": expected}
 
 
-def whole_prompts(llama: dict) -> dict:
-    """The Llama run with WHOLE_PROMPT_OPTIONS: a request stops once prompt and output fill the context."""
-    room = WHOLE_PROMPT_OPTIONS["max_model_len"]
-    expected = {row: tokens[:room - len(llama["rows"][int(row)][0])] for row, tokens in llama["expected"].items()}
-    return {**llama, "expected": expected, "options": WHOLE_PROMPT_OPTIONS}
+def prepare_runs(runs: tuple[Run, ...], folder: str) -> dict[str, dict]:
+    """Each run's model entry: its checkpoint's path and requests, its options, and the greedy tokens
+    transformers generates (computed once per checkpoint), cut where the run's context ends."""
+    checkpoints = {arch: prepare_model(arch, folder) for arch in dict.fromkeys(r.checkpoint for r in runs)}
+    models = {}
+    for run in runs:
+        base = checkpoints[run.checkpoint]
+        room = run.options.get("max_model_len")
+        expected = {row: tokens if room is None else tokens[:room - len(base["rows"][int(row)][0])]
+                    for row, tokens in base["expected"].items()}
+        models[run.name] = {**base, "expected": expected, "options": run.options, "run": run}
+    return models
 
 
 # ----------------------------------------------------------------------------------------------
@@ -157,8 +209,24 @@ def owner_of(path: str) -> tuple[Any, str]:
     raise ModuleNotFoundError(f"no module in {path}")
 
 
+class CountedKernel:
+    """A ``@triton.jit`` kernel that counts its launches (``kernel[grid](...)``); anything else is the kernel's."""
+
+    def __init__(self, kernel: Any, count: Callable[[], None]) -> None:
+        self.kernel, self.count = kernel, count
+
+    def __getitem__(self, grid: Any) -> Any:
+        self.count()
+        return self.kernel[grid]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+
 def counted(obj: Any, count: Callable[[], None]) -> tuple[Any, Callable[[], None]]:
-    """``obj`` counting its calls (a class: its instances), and how to undo that."""
+    """``obj`` counting its calls (a class: its instances; a Triton kernel: its launches), and how to undo that."""
+    if not isinstance(obj, type) and hasattr(obj, "fn") and callable(getattr(obj, "__getitem__", None)):
+        return CountedKernel(obj, count), lambda: None
     if isinstance(obj, type):
         had, original = "__init__" in obj.__dict__, obj.__init__
         # object.__init__ refuses arguments once a class defines __init__ (a NamedTuple's come through __new__)
@@ -212,23 +280,123 @@ def _bump(counts: dict[str, int], path: str) -> None:
 
 def describe_exception(exc: BaseException, learner_files: set[str]) -> dict:
     """``{"exception": "Type: message", "where": "file:line in function"}``, the frame in a learner's
-    file when there is one (innermost), else the innermost frame."""
+    file when there is one (innermost; a worker's traceback, which arrives as text, is searched too),
+    else the innermost frame."""
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if f.filename in learner_files]
     frame = (mine or frames or [None])[-1]
     where = f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else ""
     text = f"{type(exc).__name__}: {exc}".strip()
-    return {"exception": text[:1000], "where": where, "in_learner_file": bool(mine)}
+    in_worker = [m for m in re.finditer(r'File "([^"]+)", line (\d+), in (\S+)', str(exc)) if m.group(1) in learner_files]
+    if not mine and in_worker:
+        where = "{}:{} in {}".format(*in_worker[-1].groups())
+    return {"exception": text[:1000], "where": where, "in_learner_file": bool(mine or in_worker)}
+
+
+@contextlib.contextmanager
+def environment(run: Run) -> Iterator[None]:
+    """The run's environment variables set and, for an npu run, the emulated torch_npu installed (a fresh
+    one per run, as a new process would have); all restored afterwards."""
+    saved = {name: os.environ.get(name) for name, _ in run.env}
+    os.environ.update(dict(run.env))
+    try:
+        if run.emulated_npu:
+            from mini_platform.ascend.emulation import emulated_torch_npu
+
+            with emulated_torch_npu():
+                yield
+        else:
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# ----------------------------------------------------------------------------------------------
+# Parts inside the tensor-parallel workers
+
+
+def write_plugin_site(folder: Path) -> Path:
+    """A folder that, on ``sys.path``, makes :func:`install_in_worker` a general plugin
+    (``mini_platform.general_plugins``, the entry-point group every worker process loads, as vLLM's workers
+    load theirs). Spawned workers inherit the driver's ``sys.path``."""
+    info = folder / "mini_judge_parts-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mini-judge-parts\nVersion: 0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[mini_platform.general_plugins]\n"
+                                           f"judge_parts = {__spec__.name if __spec__ else 'engine_run'}:install_in_worker\n",
+                                           encoding="utf-8")
+    return folder
+
+
+_worker_parts: contextlib.AbstractContextManager | None = None
+
+
+def install_in_worker() -> None:
+    """In a worker process: put the parts the spec (``$MINI_JUDGE_WORKER_PARTS``) names at their paths,
+    the learner's where given and the engine's otherwise, all counted; the counts are written to the spec's
+    folder when the process exits. Does nothing in the driver and outside a judge run."""
+    spec_file = os.environ.get(WORKER_SPEC)
+    if not spec_file:
+        return
+    spec = json.loads(Path(spec_file).read_text(encoding="utf-8"))
+    if spec["driver"] == os.getpid():
+        return
+    objects = {path: getattr(*owner_of(path)) for path in spec["paths"]}
+    for part in spec["learner"]:
+        module = load_learner_module(part["file"], part["sha256"], part["exercise"])
+        objects.update({path: getattr(module, path.rsplit(".", 1)[1]) for path in part["paths"]})
+    counts = {path: 0 for path in objects}
+    global _worker_parts   # held for the life of the process: a dropped context manager would restore at once
+    _worker_parts = installed(objects, counts)
+    _worker_parts.__enter__()
+    out = Path(spec["counts"]) / f"{os.getpid()}.json"
+    import multiprocessing.util
+
+    multiprocessing.util.Finalize(None, lambda: out.write_text(json.dumps(counts), encoding="utf-8"), exitpriority=10)
+
+
+@contextlib.contextmanager
+def worker_parts(run: Run, objects: dict[str, Any], learner: list[dict], counts: dict[str, int]) -> Iterator[None]:
+    """For a multi-process run: the spec the workers' plugin reads, set in the environment they inherit;
+    afterwards (the workers gone) their counts are added to ``counts``."""
+    if not run.multiprocess:
+        yield
+        return
+    folder = Path(os.getcwd()) / "worker_parts"
+    counts_dir = folder / "counts"
+    counts_dir.mkdir(parents=True, exist_ok=True)
+    for stale in counts_dir.glob("*.json"):
+        stale.unlink()
+    spec = folder / "spec.json"
+    spec.write_text(json.dumps({"driver": os.getpid(), "paths": sorted(objects), "learner": learner,
+                                "counts": str(counts_dir)}), encoding="utf-8")
+    os.environ[WORKER_SPEC] = str(spec)
+    try:
+        yield
+    finally:
+        os.environ.pop(WORKER_SPEC, None)
+        for file in counts_dir.glob("*.json"):
+            for path, calls in json.loads(file.read_text(encoding="utf-8")).items():
+                counts[path] = counts.get(path, 0) + calls
+
+
+# ----------------------------------------------------------------------------------------------
+# One engine run and its comparison
 
 
 def run_model(model: dict, learner_files: set[str]) -> dict:
-    """Run the standard requests on one checkpoint: the tokens of each step, the finished outputs,
+    """Run the standard requests on one engine: the tokens of each step, the finished outputs,
     the engine's statistics; or the exception that stopped it."""
     import torch
     from mini_platform import LLMEngine
 
     torch.manual_seed(0)
     steps: list[list] = []
+    engine = None
     try:
         engine = LLMEngine(model["path"], **model.get("options", ENGINE_OPTIONS))
         for i, (prompt, params) in enumerate(model["rows"]):
@@ -243,9 +411,13 @@ def run_model(model: dict, learner_files: set[str]) -> dict:
         stats = engine.stats()
     except (Exception, SystemExit) as exc:   # noqa: BLE001 - whatever the parts raise is the result
         return {"steps": steps, "error": describe_exception(exc, learner_files)}
+    finally:
+        if engine is not None:
+            engine.close()   # a tensor-parallel engine's workers exit (and write their counts)
     return {"steps": steps, "outputs": outputs,
             "stats": {"steps": len(steps), "preemptions": stats["num_preemptions"],
-                      "prefix_hit_tokens": stats["num_prefix_hit_tokens"]}}
+                      "prefix_hit_tokens": stats["num_prefix_hit_tokens"],
+                      "graph_steps": stats.get("num_graph_steps", 0)}}
 
 
 def first_difference(arch: str, run: dict, expected: dict, reference: dict | None) -> dict:
@@ -270,24 +442,30 @@ def first_difference(arch: str, run: dict, expected: dict, reference: dict | Non
 
 
 def run_engine(models: dict, expected: dict, objects: dict[str, Any], learner_files: set[str],
-               reference: dict | None) -> dict:
-    """Every model with ``objects`` at their paths: calls per path, and per model whether the outputs
-    of the requests in ``expected[arch]`` equal it and, given ``reference`` (the all-reference engine's
-    run), whether every step and the statistics equal its too: an exact part changes neither, so a part
-    that schedules, preempts or caches differently is caught even when the tokens come out the same."""
+               reference: dict | None, learner: list[dict] = (), progress: Callable[[str], None] = lambda name: None
+               ) -> dict:
+    """Every model with ``objects`` at their paths (in the workers too: ``learner`` lists the learner's files
+    in play): calls per path, and per model whether the outputs of the requests in ``expected[name]`` equal
+    it and, given ``reference`` (the all-reference engine's run), whether every step and the statistics equal
+    its too: an exact part changes neither, so a part that schedules, preempts or caches differently is caught
+    even when the tokens come out the same."""
     counts = {path: 0 for path in objects}
     result = {"counts": counts, "models": {}}
     with installed(objects, counts):
-        for arch, model in models.items():
-            run = run_model(model, learner_files)
-            equal = "error" not in run and all(run["outputs"].get(r) == t for r, t in expected[arch].items())
+        for name, model in models.items():
+            progress(name)
+            run = model.get("run") or Run(name, name, model.get("options", ENGINE_OPTIONS), frozenset())
+            with environment(run), worker_parts(run, objects, list(learner), counts):
+                outcome = run_model(model, learner_files)
+            equal = "error" not in outcome and all(outcome["outputs"].get(r) == t for r, t in expected[name].items())
             if equal and reference is not None:
-                same = reference["models"][arch]
-                equal = run["steps"] == same["steps"] and run["stats"] == same["stats"]
-            result["models"][arch] = {
-                "equal": equal, "steps": run["steps"], "outputs": run.get("outputs"), "stats": run.get("stats"),
+                same = reference["models"][name]
+                equal = outcome["steps"] == same["steps"] and outcome["stats"] == same["stats"]
+            result["models"][name] = {
+                "equal": equal, "steps": outcome["steps"], "outputs": outcome.get("outputs"),
+                "stats": outcome.get("stats"),
                 "difference": None if equal else first_difference(
-                    arch, run, expected[arch], reference["models"][arch] if reference else None)}
+                    name, outcome, expected[name], reference["models"][name] if reference else None)}
     result["equal"] = all(m["equal"] for m in result["models"].values())
     return result
 
@@ -348,15 +526,23 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
         except (Exception, SystemExit) as exc:   # noqa: BLE001 - reported; the reference stands in
             entry["error"] = describe_exception(exc, {part["file"]})
     learner_files = {p["file"] for p in spec["parts"] if p.get("file")}
+    files = {p["exercise"]: {"exercise": p["exercise"], "file": p["file"], "sha256": p.get("sha256"), "paths": p["paths"]}
+             for p in spec["parts"] if p["exercise"] in learner}
 
+    runs = runs_for(spec.get("chapters"))
+    report["run_names"] = [run.name for run in runs]
     save("transformers")
     # In the folder the sandbox gave this child (its working directory): removed even after a kill.
-    models = {arch: prepare_model(arch, os.getcwd()) for arch in ARCHS}
-    models[WHOLE_PROMPTS] = whole_prompts(models["llama"])
+    sys.path.insert(0, str(write_plugin_site(Path(os.getcwd()) / "plugin_site")))
+    models = prepare_runs(runs, os.getcwd())
     expected = {name: dict(model["expected"]) for name, model in models.items()}
 
+    def stage_progress(stage: str) -> Callable[[str], None]:
+        return lambda name: sandbox.progress(f"{stage} {name}")
+
     save("reference")
-    reference = run_engine(models, expected, reference_objects, learner_files, None)
+    reference = run_engine(models, expected, reference_objects, learner_files, None,
+                           progress=stage_progress("reference"))
     report["runs"] += 1
     report["reference"] = reference
     report["reference_equal"] = reference["equal"]
@@ -367,27 +553,30 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
     for name in models:
         expected[name][str(SAMPLED_ROW)] = reference["models"][name]["outputs"][str(SAMPLED_ROW)]
 
-    def assemble(ids: frozenset) -> dict:
+    def assemble(ids: frozenset, names: list[str], stage: str) -> dict:
         objects = dict(reference_objects)
         for exercise in ids:
             objects.update(learner[exercise])
         report["runs"] += 1
-        return run_engine(models, expected, objects, learner_files, reference)
+        return run_engine({name: models[name] for name in names}, expected, objects, learner_files, reference,
+                          [files[i] for i in sorted(ids)], stage_progress(stage))
 
     save("assembled")
     mine = sorted(learner)
-    assembled = assemble(frozenset(mine)) if mine else reference
+    assembled = assemble(frozenset(mine), list(models), "assembled") if mine else reference
     report["assembled"] = assembled
     report["equal"] = assembled["equal"]
     report["difference"] = first_model_difference(assembled)
     report["culprit"] = None
     if not assembled["equal"]:
         save("bisect")
+        # Only the runs that differed are run again, the first of them first: it names the culprit.
+        failing = [name for name, model in assembled["models"].items() if not model["equal"]]
         memo = {frozenset(mine): report["difference"]}
 
         def fails(ids: frozenset) -> dict | None:
             if ids not in memo:
-                memo[ids] = first_model_difference(assemble(ids))
+                memo[ids] = first_model_difference(assemble(ids, failing, "bisect"))
             return memo[ids]
 
         suspects, difference = bisect(mine, fails)

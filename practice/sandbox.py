@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from exercises import Exercise, ExerciseError
 from render import MESSAGES
@@ -44,6 +45,7 @@ MEMORY_MB = {"pure": 1024, "torch": 3072}   # address space: torch + triton impo
 PIPE_LIMIT = 4 << 20        # bytes the child may write to its real stdout/stderr before it is killed
 KEEP = 16 << 10             # bytes of that kept to show (head of stdout, tail of stderr)
 GRACE = 0.5                 # seconds between SIGTERM and SIGKILL
+PROGRESS = "@@mini-judge-progress "   # a child's stderr line that says how far it got (progress)
 SCHEMA = 2                  # judge_core.SCHEMA_VERSION (not imported here: judge_core imports pytest)
 # Processes the submission detaches from the child's process group (a double fork, setsid) escape
 # killpg; on Linux this process becomes their "subreaper", so they re-parent to it instead of init,
@@ -77,6 +79,12 @@ def child_prologue(memory_mb: int) -> str:
     faulthandler.enable()                      # a segfault prints where it happened
     faulthandler.register(signal.SIGTERM, chain=True)   # so does the judge's timeout, then it dies
     return token
+
+
+def progress(text: str) -> None:
+    """In a child: say how far it got, as one line on its stderr that :func:`run_child` hands to its
+    ``on_progress`` (and keeps out of the stderr it returns)."""
+    os.write(2, (PROGRESS + text.replace("\n", " ") + "\n").encode("utf-8", "replace"))
 
 
 def write_result(result_file: str, token: str, verdicts: list[dict]) -> None:
@@ -152,9 +160,23 @@ def _where(stderr: str) -> str:
     return "\n".join(f"{name}.py:{line} in {func}" for name, line, func in frames[:8])
 
 
-def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb: int) -> dict:
+def _progress_lines(pending: bytearray, err: bytearray, on_progress: Callable[[str], None]) -> None:
+    """Move the complete lines of ``pending`` (stderr as it arrives) to ``err``, except progress lines,
+    which go to ``on_progress``."""
+    *lines, rest = pending.split(b"\n")
+    for line in lines:
+        if line.startswith(PROGRESS.encode()):
+            on_progress(line[len(PROGRESS):].decode("utf-8", "replace"))
+        else:
+            err.extend(line + b"\n")
+    pending[:] = rest
+
+
+def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb: int,
+              on_progress: Callable[[str], None] = lambda text: None) -> dict:
     """Run ``python script RESULT_FILE MEMORY_MB *args`` isolated (see the module docstring) for at most
-    ``budget`` seconds; the script starts with :func:`child_prologue` and reports with :func:`write_result`.
+    ``budget`` seconds; the script starts with :func:`child_prologue` and reports with :func:`write_result`
+    (and may report how far it got with :func:`progress`, passed on to ``on_progress``).
     Returns what came back: the results written in time, why it stopped, its exit code and its output."""
     if os.name == "nt":
         raise UnsupportedPlatform("本地评测需要 Linux 或 macOS（Windows 上请用 WSL），纯 Python 的练习也可以在网页里做。",
@@ -169,7 +191,7 @@ def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb
         env = {**env, RUN_MARKER: run_id}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=tmp, env=env, start_new_session=True)
-        out, err, total, reason, reported_in_time = bytearray(), bytearray(), 0, None, False
+        out, err, pending, total, reason, reported_in_time = bytearray(), bytearray(), bytearray(), 0, None, False
         selector = selectors.DefaultSelector()
         try:
             try:
@@ -178,7 +200,7 @@ def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb
             except BrokenPipeError:   # the child died at once; reported below as crashed
                 pass
             selector.register(proc.stdout, selectors.EVENT_READ, out)
-            selector.register(proc.stderr, selectors.EVENT_READ, err)
+            selector.register(proc.stderr, selectors.EVENT_READ, pending)
             deadline = started + budget
             while proc.poll() is None:
                 if time.monotonic() > deadline:
@@ -195,6 +217,7 @@ def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb
                     if key.data is out:
                         del out[KEEP:]
                     else:
+                        _progress_lines(pending, err, on_progress)
                         del err[:-KEEP]
                 if total > PIPE_LIMIT:
                     reason = "output_limit"
@@ -215,6 +238,9 @@ def run_child(script: Path, args: list[str], env: dict, budget: float, memory_mb
                 key.data.extend(os.read(key.fd, KEEP))
             except BlockingIOError:
                 pass
+        _progress_lines(pending, err, on_progress)
+        err.extend(pending)
+        del err[:-KEEP]
         selector.close()
         proc.stdout.close()
         proc.stderr.close()
