@@ -20,7 +20,7 @@ from typing import Any, Sequence, Union
 import torch
 
 from . import ops, platforms, plugins, sampler
-from .compilation.capture_sizes import check_capture_sizes
+from .compilation import capture_sizes as graph_sizes
 from .executor.multiproc import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
 from .executor.worker import WorkerConfig
@@ -52,7 +52,7 @@ class EngineConfig:
     backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
     device: str | None = None   # None = the platform's device
     enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
-    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule
+    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule; only sizes <= max_num_seqs
     tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.executor)
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
@@ -68,12 +68,9 @@ class EngineConfig:
                              f"got {self.enforce_eager!r}")
         if not isinstance(self.enable_expert_parallel, bool):
             raise ValueError(f"enable_expert_parallel must be True or False, got {self.enable_expert_parallel!r}")
-        if self.cudagraph_capture_sizes is not None:
-            self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
-            if self.cudagraph_capture_sizes[-1] > self.max_num_batched_tokens:
-                raise ValueError(f"cudagraph_capture_sizes has {self.cudagraph_capture_sizes[-1]}, more than "
-                                 f"max_num_batched_tokens={self.max_num_batched_tokens} (a step never holds more "
-                                 "tokens, so that graph could never replay); lower it or raise max_num_batched_tokens")
+        if self.cudagraph_capture_sizes is not None:  # checked now; the sizes kept are those a decode step can use
+            self.cudagraph_capture_sizes = graph_sizes.decode_capture_sizes(
+                self.max_num_seqs, self.max_num_batched_tokens, self.cudagraph_capture_sizes)
         if self.moe_comm not in MOE_COMM_METHODS:
             raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
         for name in ("enable_prefix_caching", "enable_chunked_prefill"):
@@ -346,7 +343,8 @@ class LLM:
     max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None, enable_prefix_caching=True,
     enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
     enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
-    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512)),
+    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512); a decode
+    graph is captured for the sizes up to max_num_seqs),
     tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
     ``tensor_parallel_size > 1`` the model runs in that many worker processes: ``close()`` them, or use
     ``with LLM(...) as llm:``.
