@@ -7,6 +7,7 @@ Every input is checked before any work is done: a bad request raises ``ValueErro
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -15,14 +16,14 @@ import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 import torch
 
-from . import ops, platforms, plugins, sampler
+from . import envs, ops, platforms, plugins, sampler
 from .compilation import capture_sizes as graph_sizes
-from .executor.multiproc import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
+from .executor.multiproc import MultiprocExecutor
 from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model
@@ -173,6 +174,8 @@ class LLMEngine:
 
     def __init__(self, model: str | Path, **options: Any) -> None:
         self.config = config = EngineConfig(model=str(model), **options)
+        # Every MINI_PLATFORM_* variable now, not at the first step that reads it.
+        envs.check_all(kernel_backends=ops.BACKEND_PACKAGES)
         # The platform first: selecting it fixes up the visible-devices variables before any plugin
         # (or anything else) can start a device runtime.
         platform = platforms.current_platform
@@ -237,6 +240,9 @@ class LLMEngine:
                 raise ValueError(f"prompt is a string, but {self.config.model} has no tokenizer files "
                                  f"({', '.join(TOKENIZER_FILES)}); pass a list of token ids instead")
             return list(self.tokenizer.get().encode(prompt))
+        if isinstance(prompt, (bytes, bytearray)):  # a Sequence of ints, but text, not token ids
+            raise ValueError(f"a prompt must be a string or a list of integer token ids, got {type(prompt).__name__} "
+                             f"{prompt!r:.60}; decode it to a string first (prompt.decode())")
         if not isinstance(prompt, Sequence) or not all(_is_token_id(t) for t in prompt):
             raise ValueError(f"a prompt must be a string or a list of integer token ids, got {prompt!r:.80}")
         return [int(t) for t in prompt]
@@ -254,6 +260,7 @@ class LLMEngine:
                              f"max_model_len={self.max_model_len}; shorten it")
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling_params must be a SamplingParams, got {type(params).__name__}")
+        params.validate()  # again: its fields may have been changed since it was built
         # The most tokens whose K/V the request ever holds: the last sampled token is never fed back.
         peak = min(len(prompt_ids) + params.max_tokens - 1, self.max_model_len)
         if self.kv.blocks_needed(peak) > self.kv.num_blocks:
@@ -271,6 +278,7 @@ class LLMEngine:
         params = sampling_params if sampling_params is not None else SamplingParams()
         prompt_ids = self.tokenize(prompt)
         self.check_request(prompt_ids, params)
+        params = dataclasses.replace(params)  # the request's own copy: later changes to the caller's do not reach it
         if request_id is None:  # the next number not in use
             request_id = next(i for i in map(str, self._ids) if i not in self.requests)
         if request_id in self.requests:
@@ -372,6 +380,11 @@ class LLM:
         prompts = list(prompts)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
             params = [sampling_params or SamplingParams()] * len(prompts)
+        elif isinstance(sampling_params, (Mapping, str, bytes)) or not isinstance(sampling_params, Iterable):
+            raise ValueError(f"sampling_params must be a SamplingParams or a list of them (one per prompt), got "
+                             f"{type(sampling_params).__name__} {sampling_params!r:.80}"
+                             + ("; build one with SamplingParams(**your_dict)" if isinstance(sampling_params, Mapping)
+                                else ""))
         else:
             params = list(sampling_params)
             if len(params) != len(prompts):

@@ -305,10 +305,17 @@ def test_the_engines_own_parts_pass_their_exercises_tests(tmp_path):
     for exercise in ENGINE_EXERCISES:
         source = exercise.file("solution.py").read_text(encoding="utf-8")
         names = {node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        imports = []
-        for module in sorted({path.rsplit(".", 1)[0] for path in exercise.engine}):
+        imports, modules = [], set()
+        for path in exercise.engine:
+            owner, name = engine_run.owner_of(path)
+            if isinstance(owner, type):   # a method (DecoderLayer.forward): the engine's own, from its class
+                imports.append(f"from {owner.__module__} import {owner.__qualname__} as _Owner\n{name} = _Owner.{name}")
+                owner = importlib.import_module(owner.__module__)
+            modules.add(owner.__name__)
+        for module in sorted(modules):
             shared = sorted(name for name in names if hasattr(importlib.import_module(module), name))
-            imports.append(f"from {module} import {', '.join(shared)}")
+            if shared:
+                imports.append(f"from {module} import {', '.join(shared)}")
         file = tmp_path / f"{exercise.name}.py"
         file.write_text(source + "\n\n# The engine's own objects replace the solution's.\n" + "\n".join(imports) + "\n")
         jobs.append((exercise, file))

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from ..cpu.moe import check_experts_args, check_topk_args, num_global_experts, select_topk
-from .activation import silu_and_mul
+from . import activation
 
 
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
@@ -166,7 +166,7 @@ def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, top
     weights = topk_weights.float().contiguous()
     gate_up = torch.empty((num_rows, 2 * inter), dtype=hidden.dtype, device=hidden.device)
     invoke_fused_moe_kernel(hidden, w13, gate_up, weights, sorted_ids, expert_ids, num_post, top_k, False, config)
-    act = silu_and_mul(gate_up)
+    act = activation.silu_and_mul(gate_up)  # looked up at call time (exercise 196 stands in for it)
     config = {**config, **block_config(num_rows, num_global_experts(w13, expert_map), h, inter)}
     down = torch.empty((num_rows, h), dtype=torch.float32, device=hidden.device)
     invoke_fused_moe_kernel(act, w2, down, weights, sorted_ids, expert_ids, num_post, 1, True, config)
