@@ -4,9 +4,9 @@
 Each step the driver flattens the scheduler's output into a :class:`~mini_platform.model_runner.StepInput`,
 picks the decode graph it replays (or none), sends the same bytes to every worker, and waits for rank 0's
 logits (every rank computes them; one copy is enough to sample). The collectives inside the forward go over
-``torch.distributed``, and are part of the decode graphs the workers captured (as NCCL calls are part of a
-CUDA graph in vLLM); the pipes carry only these control messages, pickled (the logits inline, not through
-shared memory).
+``torch.distributed`` and are part of the decode graphs the workers captured (as NCCL calls can be part of
+a CUDA graph; the CPU graph records them as functional collectives); the pipes carry only these control
+messages, pickled (the logits inline, not through shared memory).
 
 Failure handling: the driver waits on the workers' pipes *and* their process sentinels with a timeout,
 so a worker that raises, crashes or is killed is noticed at once; then every worker is stopped and a
@@ -69,15 +69,15 @@ class MultiprocExecutor:
             self.conns.append(parent)
         ready = {}
         while len(ready) < config.world_size:  # every rank says "ready" once its shard is loaded
-            rank, message = self._receive("start-up")
-            ready[rank] = message
-        sizes = {tuple(message[1]) for message in ready.values()}
-        if len(sizes) > 1:  # a graph replayed on some ranks only would wait forever for the others' collectives
-            self.close()
-            raise WorkerError(f"the workers captured different decode graphs (batch sizes {sorted(sizes)}); "
-                              "use enforce_eager=True")
-        self.graph_stats = GraphStats(list(ready[0][1]), max(message[2] for message in ready.values()))
-        for text in ready[0][3]:  # every rank raised the same warnings: say them once
+            rank, (_, sizes, seconds, texts) = self._receive("start-up")
+            ready[rank] = tuple(sizes), seconds, texts
+        if len({sizes for sizes, _, _ in ready.values()}) > 1:
+            self.close()  # a graph replayed on some ranks only would wait forever for the others' collectives
+            raise WorkerError(f"the ranks captured decode graphs of different batch sizes "
+                              f"({ {rank: list(r[0]) for rank, r in ready.items()} }); use enforce_eager=True")
+        sizes, _, texts = ready[0]
+        self.graph_stats = GraphStats(list(sizes), max(seconds for _, seconds, _ in ready.values()))
+        for text in texts:  # every rank raised the same warnings: say them once
             warnings.warn(f"tensor-parallel worker rank 0: {text}", RuntimeWarning, stacklevel=3)
 
     @property
