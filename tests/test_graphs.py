@@ -150,6 +150,13 @@ def test_capture_records_functional_collectives_and_refuses_torch_distributed_ca
         x.copy_(torch.tensor([1.0, 2.0, 3.0]))
         g.replay()
         assert y.tolist() == [3.0, 5.0, 7.0]
+        gathered = cpu_graph.Graph()  # a collective into new memory: replay waits on it before copying it out
+        with torch.inference_mode(), cpu_graph.graph(gathered):
+            out = torch.ops._c10d_functional.all_gather_into_tensor(x, 1, dist.group.WORLD.group_name)
+            out = torch.ops._c10d_functional.wait_tensor(out) * 10
+        x.copy_(torch.tensor([4.0, 5.0, 6.0]))
+        gathered.replay()
+        assert out.tolist() == [40.0, 50.0, 60.0]
         with pytest.raises(GraphCaptureError, match=r"c10d\.allreduce_.*functional collective"):
             with torch.inference_mode(), cpu_graph.graph(cpu_graph.Graph()):
                 dist.all_reduce(x * 2)

@@ -81,7 +81,8 @@ class AtenNode:
         # results of in-place ops) already point at the right memory.
         self.copy_back = [i for i, t in enumerate(self.outputs) if t.untyped_storage().data_ptr() not in storages]
         # A pure view does no work at replay; a collective's wait (an output aliasing its input) does.
-        self.needed = writes or bool(self.copy_back) or func.namespace == FUNCTIONAL_COLLECTIVES
+        self.collective = func.namespace == FUNCTIONAL_COLLECTIVES
+        self.needed = writes or bool(self.copy_back) or self.collective
         # Where the op has an ``out=`` form, replay writes straight into the captured output.
         self.out_op = _out_variant(func) if self.single and self.copy_back else None
 
@@ -90,6 +91,8 @@ class AtenNode:
             self.out_op(*self.args, **self.kwargs, out=self.outputs[0])
             return
         out = self.func(*self.args, **self.kwargs)
+        if self.collective and self.copy_back:  # a collective into new memory: finish it before copying it out
+            out = tree_map(torch.ops._c10d_functional.wait_tensor, out)
         if self.single:
             if self.copy_back:
                 self.outputs[0].copy_(out)
