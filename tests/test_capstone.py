@@ -87,6 +87,6 @@ def test_tensor_parallel_on_a_graph_mode_platform_works_by_default(lumen):
         assert type(platforms.current_platform).__name__ == "LumenPlatform"
         outputs = llm.generate([list(p) for p in prompts], SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
         stats = llm.engine.stats()
-    assert stats["cudagraph_capture_sizes"] == [1, 2, 4, 8] and stats["num_graph_steps"] > 0
+    assert stats["cudagraph_capture_sizes"] == [1, 2, 4] and stats["num_graph_steps"] > 0   # up to max_num_seqs
     assert [o.token_ids for o in outputs] == expected
     assert not multiprocessing.active_children()
