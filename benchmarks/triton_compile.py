@@ -27,13 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["TRITON_INTERPRET"] = "1"   # the recording step runs the kernels on CPU tensors (before triton loads)
+import torch
 
-import torch  # noqa: E402
-
-from mini_platform import LLM, SamplingParams  # noqa: E402
-from mini_platform.model import make_tiny_checkpoint  # noqa: E402
-from mini_platform.ops.triton import aot  # noqa: E402
+from mini_platform import LLM, SamplingParams
+from mini_platform.model import make_tiny_checkpoint
+from mini_platform.ops.triton import aot   # imports no kernel module
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE_SOURCES = [f"mini_platform.ops.triton.{m}" for m in ("activation", "attention", "layernorm", "moe", "rotary")]
@@ -142,6 +140,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
     args = parser.parse_args()
+    # The recording runs the kernels on CPU tensors: the interpreter, chosen before any kernel module is imported
+    # (here, not at import time, so that importing this module never turns a GPU test run into an interpreted one).
+    os.environ["TRITON_INTERPRET"] = "1"
     os.chdir(REPO)   # the exercises are recorded by their paths relative to the repository
     start = time.perf_counter()
     launches = record()

@@ -9,6 +9,7 @@ a minute of CPU on this 2-core machine (two compile processes).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -32,7 +33,7 @@ def compiled(request):
     os.chdir(ROOT)   # the exercises are recorded by their paths relative to the repository
     try:
         launches = triton_compile.record()
-        return launches, aot.compile_in_subprocess(launches)
+        return launches, aot.compile_in_subprocess(launches, keep=("ptx",))
     finally:
         os.chdir(cwd)
 
@@ -79,6 +80,23 @@ def test_engine_kernels_do_not_spill(compiled):
               if r["target"] in aot.SM_LIMITS and r["launch"]["source"].startswith("mini_platform")
               and r["spills"] > MAX_ENGINE_SPILL]
     assert not spills
+
+
+def test_full_precision_dots_compile_without_tf32_and_bf16_dots_on_tensor_cores(compiled):
+    """The interpreter ignores input_precision; the compiler would turn an fp32 tl.dot into TF32 tensor-core
+    instructions unless the kernel asks for "ieee", as the attention, the fp32 MoE GEMM and exercise 237 do."""
+    _, results = compiled
+    dots = [r for r in results if r["launch"]["kernel"] in ("_paged_attention_kernel", "_fused_moe_kernel",
+                                                             "grouped_gemm_kernel") and "ptx" in r]
+    assert len(dots) > 10
+    for r in dots:
+        launch = aot.Launch.from_json(r["launch"])
+        tensor_core = re.search(r"\bw?g?mma\.", r["ptx"]) is not None      # mma.sync on sm_80, wgmma on sm_90
+        assert "tf32" not in r["ptx"], (launch.kernel, r["target"])
+        bf16_gemm = launch.kernel == "_fused_moe_kernel" and not launch.constexprs()["DOT_IN_FP32"]
+        assert tensor_core == bf16_gemm, (launch.kernel, launch.dtypes(), r["target"])   # the others dot in fp32
+        if bf16_gemm:
+            assert ".bf16" in r["ptx"]
 
 
 BAD_KERNEL = textwrap.dedent('''

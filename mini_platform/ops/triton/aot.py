@@ -16,6 +16,15 @@ in two processes, because a kernel the interpreter has patched will not compile 
 
 :func:`occupancy` turns registers, shared memory and warps into resident warps per SM (:data:`SM_LIMITS`).
 Nothing here runs a kernel; the engine never imports this module (it is the check, not the hot path).
+
+Where the interpreter and Triton 3.7.1's compiler disagree, the kernels follow the compiler
+(tests/test_triton_compile.py checks each): ``tl.dot`` needs K >= 16 on NVIDIA, the interpreter computes
+less (attention pads HEAD_DIM to 16); fp32 dots default to TF32 on sm_80/sm_90, the interpreter computes
+full fp32 (the fp32 dots pass ``input_precision="ieee"``, and their PTX has no tensor-core instruction);
+bf16 arithmetic is right compiled and wrong interpreted (every kernel computes in fp32; only the MoE GEMM
+feeds bf16 to ``tl.dot``, and only when compiled); a masked ``tl.load`` without ``other`` is undefined
+in the masked lanes when compiled (such loads are stored under the same mask). Both reject a ``tl.arange``
+whose size is not a power of two.
 """
 from __future__ import annotations
 
@@ -40,11 +49,13 @@ TARGETS = {"sm_80": ("cuda", 80, 32), "sm_90": ("cuda", 90, 32), "gfx942": ("hip
 
 @dataclass(frozen=True)
 class SmLimits:
-    """Per-SM limits that bound occupancy. Sources: NVIDIA CUDA C++ Programming Guide, "Technical
-    Specifications per Compute Capability" (8.0 and 9.0: 64 resident warps = 2048 threads, 32 resident
-    blocks, 64K 32-bit registers, 255 registers per thread); the NVIDIA Ampere and Hopper tuning guides
-    (shared memory per SM: 164 KB on A100, 228 KB on H100; 1 KB of it reserved per block for the system);
-    the CUDA occupancy calculator (registers allocated per warp in units of 256, shared memory in units of 128 bytes)."""
+    """Per-SM limits that bound occupancy, the same for compute capability 8.0 (A100) and 9.0 (H100/H200) but
+    shared memory. Sources: the NVIDIA CUDA C++ Programming Guide, table "Technical Specifications per Compute
+    Capability" (64 resident warps = 2048 threads, 32 resident blocks, 64K 32-bit registers per SM, at most 255
+    per thread); the tuning guides, section "Streaming Multiprocessor" (docs.nvidia.com/cuda/ampere-tuning-guide:
+    164 KB of shared memory per SM on A100; docs.nvidia.com/cuda/hopper-tuning-guide: 228 KB on H100; both: 1 KB
+    of it reserved per block for the system); the CUDA occupancy calculator (registers are allocated per warp
+    in units of 256, shared memory in units of 128 bytes)."""
     gpu: str
     shared_per_sm: int
     max_warps: int = 64
@@ -137,6 +148,22 @@ def _specialize(value: Any) -> tuple[str, Any]:
     return kind, (value if kind == "constexpr" else key)
 
 
+def _describe(source: str, name: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> Launch:
+    bound = signature.bind_partial(*args, **{k: v for k, v in kwargs.items() if k in signature.parameters})
+    bound.apply_defaults()
+    params = tuple((p, "constexpr", bound.arguments[p]) if _is_constexpr(signature.parameters[p])
+                   else (p, *_specialize(bound.arguments[p])) for p in signature.parameters)
+    options = tuple(sorted((k, v) for k, v in kwargs.items() if k not in signature.parameters))
+    return Launch(source, name, params, options)
+
+
+def launch_of(source: str, kernel: str, *args: Any, **kwargs: Any) -> Launch:
+    """The launch ``kernel[grid](*args, **kwargs)`` would make (CPU or GPU tensors), without making it:
+    the way to compile a kernel of your own (``source``: its module name or file path)."""
+    fn = getattr(load_source(source), kernel)
+    return _describe(source, kernel, inspect.signature(fn.fn), args, kwargs)
+
+
 @contextlib.contextmanager
 def record_launches(sources: Iterable[str]) -> Iterator[list[Launch]]:
     """Record (and still run) every launch of the kernels of ``sources`` made inside the block; the list
@@ -152,12 +179,7 @@ def record_launches(sources: Iterable[str]) -> Iterator[list[Launch]]:
         run = kernel.run
 
         def recording_run(*args, grid, warmup, **kwargs):
-            bound = signature.bind_partial(*args, **{k: v for k, v in kwargs.items() if k in signature.parameters})
-            bound.apply_defaults()
-            params = tuple((p, "constexpr", bound.arguments[p]) if _is_constexpr(signature.parameters[p])
-                           else (p, *_specialize(bound.arguments[p])) for p in signature.parameters)
-            options = tuple(sorted((k, v) for k, v in kwargs.items() if k not in signature.parameters))
-            launch = Launch(source, name, params, options)
+            launch = _describe(source, name, signature, args, kwargs)
             if launch not in launches:
                 launches.append(launch)
             return run(*args, grid=grid, warmup=warmup, **kwargs)
@@ -200,7 +222,8 @@ def _amdgcn_usage(asm: str) -> dict[str, int]:
 def compile_launch(launch: Launch, target: str, keep: tuple[str, ...] = ()) -> dict[str, Any]:
     """Compile ``launch`` for ``target`` (a :data:`TARGETS` name) in this process, which must not run the
     interpreter. Returns regs, spills, shared, num_warps (and for NVIDIA the occupancy per :data:`SM_LIMITS`)
-    and the assembly named in ``keep`` (e.g. ``"ptx"``); a compile error is returned as ``error``."""
+    and the assembly named in ``keep`` that the target has (``"ptx"``, ``"amdgcn"``); a compile error is
+    returned as ``error``."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
@@ -224,7 +247,7 @@ def compile_launch(launch: Launch, target: str, keep: tuple[str, ...] = ()) -> d
     result = {**usage, "shared": md.shared, "num_warps": md.num_warps, "num_stages": md.num_stages}
     if target in SM_LIMITS:
         result["occupancy"] = occupancy(target, result["regs"], md.shared, md.num_warps)
-    result.update({name: compiled.asm[name] for name in keep})
+    result.update({name: compiled.asm[name] for name in keep if name in compiled.asm})   # ptx: NVIDIA only
     return result
 
 

@@ -127,7 +127,7 @@ def block_config(num_rows: int, num_experts: int, n: int, k: int) -> dict[str, i
 
     ``num_warps=8`` (a launch option, not a kernel argument): compiled by Triton 3.7.1 for sm_80/sm_90
     (``benchmarks/triton_compile.py``), the 64x64x64 fp32 GEMM (full-precision ``tl.dot``, no tensor cores)
-    needs 207-222 registers per thread at 4 warps, leaving one block (8 warps) per SM, and the 16x64x64
+    needs 207-222 registers per thread at 4 warps, leaving 8 resident warps (two programs) per SM, and the 16x64x64
     fp32 one spills 16 bytes on sm_90; at 8 warps they need 106-126 and 54-58, no spills, and the bf16
     GEMMs drop from 75-141 to 43-77 registers."""
     small = num_rows <= num_experts
