@@ -100,9 +100,13 @@ def record(engine_runs=ENGINE_RUNS, exercises: bool = True) -> list[aot.Launch]:
 
 
 def config_text(launch: aot.Launch) -> str:
-    """The constexprs (and launch options) that vary, short: ``BLOCK_M=16 BLOCK_N=64 ...``."""
+    """The constexprs and launch options, short (``BLOCK_M=16 ... num_warps=8``), then the integer and pointer
+    arguments the JIT did not find divisible by 16 (``not16=H,x_row_stride``): launches that differ only there
+    are compiled apart."""
     items = [(k, v) for k, v in launch.constexprs().items() if v is not None] + list(launch.options)
-    return " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in items)
+    text = " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in items)
+    odd = [name for name, kind, key in launch.params if key == "" and kind != "constexpr"]
+    return text + (f" not16={','.join(odd)}" if odd else "")
 
 
 def kernel_name(launch: aot.Launch) -> str:
@@ -153,7 +157,7 @@ def main() -> int:
 
     print(f"Triton {triton.__version__}: {len(launches)} distinct launches x {len(aot.TARGETS)} targets, "
           f"compiled, not run; recorded in {recorded - start:.0f} s (interpreter), compiled in "
-          f"{compiled - recorded:.0f} s (one process)")
+          f"{compiled - recorded:.0f} s (subprocesses without the interpreter)")
     print(table(results, args.markdown))
     limits = "; ".join(f"{t} ({s.gpu}): {s.max_warps} warps, {s.registers} registers, {s.shared_per_sm // 1024} KB "
                        f"shared per SM" for t, s in aot.SM_LIMITS.items())
