@@ -6,9 +6,9 @@
    (``mini_platform.ops.triton.aot.record_launches``): the engine (``LLM`` on ``backend="triton"``)
    generating on one-layer tiny Llama checkpoints in fp32, fp16 (head_dim 16) and bf16 (head_dim 128, as
    in Llama-3-8B) and tiny Mixtral checkpoints in fp32 and bf16 (head_dim 128), with chunked prefills and
-   decodes; and the reference solutions of exercises 196, 215 and 237 on their tests'
-   shapes and dtypes. The capstone ships no Triton kernel.
-2. In one subprocess without ``TRITON_INTERPRET``, each distinct launch is compiled by Triton for the
+   decodes; and the reference solutions of exercises 196, 215 and 237 on shapes like their tests'.
+   The capstone ships no Triton kernel.
+2. In subprocesses without ``TRITON_INTERPRET`` (two at once), each distinct launch is compiled by Triton for the
    three targets, and the table prints registers per thread, spill bytes (NVIDIA: ``ptxas -v`` of the
    wheel; AMD: VGPR spills), shared memory, warps and the occupancy those allow on an A100 / H100
    (limits in ``aot.SM_LIMITS``) or, for MI300, the compiler's own waves per SIMD (of 8).
@@ -56,7 +56,8 @@ def run_engine(arch: str, dtype: str, overrides: dict, workdir: Path) -> None:
 
 
 def run_exercises() -> None:
-    """The exercises' reference solutions on the shapes and dtypes of their tests."""
+    """The exercises' reference solutions in fp32, bf16 and fp16, on shapes like their tests' (masked tails,
+    GQA, BLOCK_M 16 and 32, weighted or not) plus head_dim 128 for exercise 215."""
     gen = torch.Generator().manual_seed(0)
     dtypes = (torch.float32, torch.bfloat16, torch.float16)
     silu = aot.load_source(EXERCISES[196])
