@@ -13,7 +13,7 @@
    wheel; AMD: VGPR spills), shared memory, warps and the occupancy those allow on an A100 / H100
    (limits in ``aot.SM_LIMITS``) or, for MI300, the compiler's own waves per SIMD (of 8).
 
-One launch is recorded differently from how it ran: ``invoke_fused_moe_kernel`` passes
+One launch is recorded differently from how it ran: ``invokefused_moe_kernel`` passes
 ``DOT_IN_FP32=True`` for every dtype under the interpreter (which miscomputes bf16 dots) and
 ``a.dtype == float32`` on a GPU; :func:`as_on_gpu` applies the GPU rule, so the bf16/fp16 GEMMs are
 compiled for the tensor cores as a GPU would run them. A compile error prints ``ERROR`` and exits 1.
@@ -57,7 +57,7 @@ def run_engine(arch: str, dtype: str, overrides: dict, workdir: Path) -> None:
 
 def run_exercises() -> None:
     """The exercises' reference solutions in fp32, bf16 and fp16, on shapes like their tests' (masked tails,
-    GQA, BLOCK_M 16 and 32, weighted or not) plus head_dim 128 for exercise 215."""
+    GQA, the small and the large M tiles of the MoE GEMM) plus head_dim 128 for exercise 215."""
     gen = torch.Generator().manual_seed(0)
     dtypes = (torch.float32, torch.bfloat16, torch.float16)
     silu = aot.load_source(EXERCISES[196])
@@ -70,23 +70,29 @@ def run_exercises() -> None:
         tables = torch.randperm(8, generator=gen).view(2, 4).to(torch.int32)
         decode.paged_decode_attention(torch.randn(2, nh, hd, generator=gen).to(dtype), *caches, tables,
                                       torch.tensor([5, 3 * bs], dtype=torch.int32), hd ** -0.5)
-    gemm = aot.load_source(EXERCISES[237])
-    for dtype, block_m, weighted in ((torch.float32, 16, True), (torch.float32, 32, False), (torch.bfloat16, 16, True)):
-        ids = torch.randint(0, 4, (6, 2), generator=gen, dtype=torch.int32)
-        weights = torch.rand(6, 2, generator=gen) if weighted else None
-        gemm.grouped_gemm(torch.randn(6, 40, generator=gen).to(dtype), torch.randn(4, 24, 40, generator=gen).to(dtype),
-                          ids, weights, block_m=block_m)
+    # 237's kernel has the engine's contract: the engine's fused_experts launches it in place of its own.
+    from mini_platform.ops.triton import moe
+
+    engine_kernel, moe.fused_moe_kernel = moe.fused_moe_kernel, aot.load_source(EXERCISES[237]).fused_moe_kernel
+    try:
+        for dtype, tokens in ((torch.float32, 3), (torch.float32, 40), (torch.bfloat16, 3)):
+            ids = torch.randint(0, 4, (tokens, 2), generator=gen, dtype=torch.int32)
+            w13, w2 = torch.randn(4, 48, 40, generator=gen).to(dtype), torch.randn(4, 40, 24, generator=gen).to(dtype)
+            moe.fused_experts(torch.randn(tokens, 40, generator=gen).to(dtype), w13, w2,
+                              torch.rand(tokens, 2, generator=gen), ids)
+    finally:
+        moe.fused_moe_kernel = engine_kernel
 
 
 def as_on_gpu(launch: aot.Launch) -> aot.Launch:
-    """The launch as a GPU would make it: ``_fused_moe_kernel``'s DOT_IN_FP32 is the operand dtype's (see module doc)."""
-    if launch.kernel != "_fused_moe_kernel":
+    """The launch as a GPU would make it: ``fused_moe_kernel``'s DOT_IN_FP32 is the operand dtype's (see module doc)."""
+    if launch.kernel != "fused_moe_kernel":
         return launch
     a_type = next(kind for name, kind, _ in launch.params if name == "a_ptr")
     params = tuple((name, kind, a_type == "*fp32") if name == "DOT_IN_FP32" else (name, kind, key)
                    for name, kind, key in launch.params)
     if params == launch.params and a_type != "*fp32":
-        raise RuntimeError("_fused_moe_kernel has no DOT_IN_FP32 constexpr any more: update as_on_gpu")
+        raise RuntimeError("fused_moe_kernel has no DOT_IN_FP32 constexpr any more: update as_on_gpu")
     return aot.Launch(launch.source, launch.kernel, params, launch.options)
 
 

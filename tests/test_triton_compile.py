@@ -66,7 +66,7 @@ def test_every_kernel_is_recorded_in_every_dtype_the_engine_uses(compiled):
 def test_moe_gemm_is_compiled_as_a_gpu_launches_it(compiled):
     """Under the interpreter the wrapper asks for fp32 dots in every dtype; on a GPU only for fp32 operands."""
     launches, _ = compiled
-    moe = [launch for launch in launches if launch.kernel == "_fused_moe_kernel"]
+    moe = [launch for launch in launches if launch.kernel == "fused_moe_kernel"]
     by_dtype = {(launch.dtypes().split("/")[0], launch.constexprs()["DOT_IN_FP32"]) for launch in moe}
     assert by_dtype == {("fp32", True), ("bf16", False)}
     assert {launch.constexprs()["BLOCK_M"] for launch in moe} == {16, 64}   # both tile sets of block_config
@@ -86,14 +86,14 @@ def test_full_precision_dots_compile_without_tf32_and_bf16_dots_on_tensor_cores(
     """The interpreter ignores input_precision; the compiler would turn an fp32 tl.dot into TF32 tensor-core
     instructions unless the kernel asks for "ieee", as the attention, the fp32 MoE GEMM and exercise 237 do."""
     _, results = compiled
-    dots = [r for r in results if r["launch"]["kernel"] in ("_paged_attention_kernel", "_fused_moe_kernel",
-                                                             "grouped_gemm_kernel") and "ptx" in r]
+    dots = [r for r in results if r["launch"]["kernel"] in ("_paged_attention_kernel", "fused_moe_kernel")
+            and "ptx" in r]
     assert len(dots) > 10
     for r in dots:
         launch = aot.Launch.from_json(r["launch"])
         tensor_core = re.search(r"\bw?g?mma\.", r["ptx"]) is not None      # mma.sync on sm_80, wgmma on sm_90
         assert "tf32" not in r["ptx"], (launch.kernel, r["target"])
-        bf16_gemm = launch.kernel == "_fused_moe_kernel" and not launch.constexprs()["DOT_IN_FP32"]
+        bf16_gemm = launch.kernel == "fused_moe_kernel" and not launch.constexprs()["DOT_IN_FP32"]
         assert tensor_core == bf16_gemm, (launch.kernel, launch.dtypes(), r["target"])   # the others dot in fp32
         if bf16_gemm:
             assert ".bf16" in r["ptx"]
@@ -130,7 +130,7 @@ def test_a_kernel_the_interpreter_accepts_but_the_compiler_rejects_fails_the_che
 
 
 def test_the_recorder_and_the_compiler_refuse_the_wrong_process(monkeypatch):
-    launch = aot.Launch("mini_platform.ops.triton.activation", "_silu_and_mul_kernel", ())
+    launch = aot.Launch("mini_platform.ops.triton.activation", "silu_and_mul_kernel", ())
     with pytest.raises(RuntimeError, match="compile_in_subprocess"):
         aot.compile_launch(launch, "sm_90")                       # this process runs the interpreter
     monkeypatch.delenv("TRITON_INTERPRET")
