@@ -75,7 +75,7 @@ def run_exercises() -> None:
 
     engine_kernel, moe.fused_moe_kernel = moe.fused_moe_kernel, aot.load_source(EXERCISES[237]).fused_moe_kernel
     try:
-        for dtype, tokens in ((torch.float32, 3), (torch.float32, 40), (torch.bfloat16, 3)):
+        for dtype, tokens in ((torch.float32, 1), (torch.float32, 40), (torch.bfloat16, 1)):   # BLOCK_M 16 and 64
             ids = torch.randint(0, 4, (tokens, 2), generator=gen, dtype=torch.int32)
             w13, w2 = torch.randn(4, 48, 40, generator=gen).to(dtype), torch.randn(4, 40, 24, generator=gen).to(dtype)
             moe.fused_experts(torch.randn(tokens, 40, generator=gen).to(dtype), w13, w2,
