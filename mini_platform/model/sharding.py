@@ -7,11 +7,13 @@ The rules are vLLM's (``vllm/model_executor/layers/linear.py`` and ``vocab_paral
   rank holds one KV head and ``tp // num_kv_heads`` consecutive ranks hold the same one (replication);
 - the vocabulary is padded to a multiple of 64 and split evenly; the padding rows are zeros (one rank
   keeps the vocabulary as it is, where vLLM pads it too).
+
+The layers call :func:`head_shard` and :func:`vocab_range` through this module (``sharding.head_shard``), in
+the driver (checking the config) and in every worker, so a replacement set here takes effect everywhere.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 VOCAB_PADDING = 64
 
@@ -23,10 +25,10 @@ def divide(numerator: int, denominator: int, what: str = "size") -> int:
     return numerator // denominator
 
 
-@dataclass(frozen=True)
-class HeadShard:
+class HeadShard(NamedTuple):
     """The attention heads one rank holds: query heads ``[q_start, q_start + num_heads)`` of the checkpoint,
-    KV heads ``[kv_start, kv_start + num_kv_heads)`` (the same KV head on ``kv_replicas`` ranks)."""
+    KV heads ``[kv_start, kv_start + num_kv_heads)`` (the same KV head on ``kv_replicas`` ranks).
+    A head is ``head_dim`` rows of ``q_proj`` / ``k_proj`` / ``v_proj``."""
     num_heads: int
     num_kv_heads: int
     q_start: int
@@ -34,7 +36,18 @@ class HeadShard:
     kv_replicas: int
 
 
+def _check_rank(tp_size: int, tp_rank: int) -> None:
+    if tp_size < 1 or not 0 <= tp_rank < tp_size:
+        raise ValueError(f"need tensor_parallel_size >= 1 and 0 <= rank < it, got {tp_size} and rank {tp_rank}")
+
+
 def head_shard(total_heads: int, total_kv_heads: int, tp_size: int, tp_rank: int) -> HeadShard:
+    """Rank ``tp_rank``'s heads (vLLM's ``QKVParallelLinear``): query heads split evenly; KV heads split when
+    there are more of them than ranks, else one per rank, ``tp_size // total_kv_heads`` neighbours sharing it."""
+    _check_rank(tp_size, tp_rank)
+    if min(total_heads, total_kv_heads) < 1 or total_heads % total_kv_heads:
+        raise ValueError(f"num_attention_heads={total_heads} must be a positive multiple of "
+                         f"num_key_value_heads={total_kv_heads}")
     num_heads = divide(total_heads, tp_size, "num_attention_heads")
     if tp_size >= total_kv_heads:
         if tp_size % total_kv_heads:
@@ -46,12 +59,13 @@ def head_shard(total_heads: int, total_kv_heads: int, tp_size: int, tp_rank: int
     return HeadShard(num_heads, num_kv, tp_rank * num_heads, tp_rank * num_kv, 1)
 
 
-def vocab_range(vocab_size: int, tp_size: int, tp_rank: int) -> tuple[int, int, int]:
-    """``(start, rows, real_rows)``: this rank holds token ids ``[start, start + rows)`` of the padded
-    vocabulary, of which the first ``real_rows`` exist in the checkpoint. One rank = no padding."""
+def vocab_range(vocab_size: int, tp_size: int, tp_rank: int, padding: int = VOCAB_PADDING) -> tuple[int, int, int]:
+    """``(start, rows, real_rows)``: this rank holds token ids ``[start, start + rows)`` of the vocabulary padded
+    to a multiple of ``padding``, of which the first ``real_rows`` exist in the checkpoint. One rank = no padding."""
+    _check_rank(tp_size, tp_rank)
     if tp_size == 1:
         return 0, vocab_size, vocab_size
-    padded = -(-vocab_size // VOCAB_PADDING) * VOCAB_PADDING
+    padded = -(-vocab_size // padding) * padding
     rows = divide(padded, tp_size, "padded vocab_size")
     start = tp_rank * rows
     return start, rows, max(0, min(rows, vocab_size - start))
