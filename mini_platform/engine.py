@@ -25,15 +25,14 @@ from .executor.multiproc import MultiprocExecutor
 from .distributed.moe_dispatch import MOE_COMM_METHODS
 from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
-from .model import ModelConfig, load_model
-from .model.sharding import check_tensor_parallel
+from .model import ModelConfig, load_model, sharding
 from .model_runner import build_model_runner
 from .sampler import SamplingParams, make_generator
 from .scheduler import Request, Scheduler
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size. It is
+# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size per rank. It is
 # allocated uninitialised, so on a CPU the operating system backs only the pages requests actually write.
 DEFAULT_KV_CACHE_BYTES = 1 << 30
 
@@ -192,6 +191,8 @@ class LLMEngine:
             raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
         self.max_model_len = config.max_model_len or limit
         dtype = _torch_dtype(config.dtype)
+        if config.tensor_parallel_size > 1:  # before anything is sized from the split
+            sharding.check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
         num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
 
         self.model_config = model_config
@@ -212,7 +213,6 @@ class LLMEngine:
             if config.enforce_eager is False:
                 raise ValueError("decode graphs (enforce_eager=False) are not supported with tensor_parallel_size > 1; "
                                  "the workers run eagerly: leave enforce_eager unset")
-            check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
             self.model = None
             self.runner = MultiprocExecutor(WorkerConfig(
                 config.model, config.tensor_parallel_size, dtype, num_blocks, config.block_size, config.backend,
@@ -227,10 +227,12 @@ class LLMEngine:
         self._ids = itertools.count()
 
     def _default_num_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
-        bs = self.config.block_size
-        block_bytes = 2 * c.num_hidden_layers * bs * c.num_key_value_heads * c.head_dim * dtype.itemsize
-        wanted = self.config.max_num_seqs * cdiv(self.max_model_len, bs)
-        return max(1, min(wanted, DEFAULT_KV_CACHE_BYTES // block_bytes))
+        """Room for max_num_seqs full-length requests, at most DEFAULT_KV_CACHE_BYTES per rank (a rank caches only
+        its KV heads, so tensor parallelism fits more blocks)."""
+        plan = sharding.kv_cache_plan(c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
+                                      self.config.tensor_parallel_size, self.config.block_size,
+                                      DEFAULT_KV_CACHE_BYTES, dtype.itemsize)
+        return min(self.config.max_num_seqs * cdiv(self.max_model_len, self.config.block_size), plan["num_blocks"])
 
     # -- requests -----------------------------------------------------------------------------------
     def tokenize(self, prompt: Prompt) -> list[int]:
