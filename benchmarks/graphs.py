@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from mini_platform import LLM, SamplingParams
-from mini_platform.compilation.capture_sizes import default_capture_sizes, padded_batch_size
+from mini_platform.compilation.capture_sizes import decode_capture_sizes, dispatch_graph
 from mini_platform.model import make_tiny_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo and throughput
@@ -74,7 +74,7 @@ def compare(model: Path, sizes: list[int], repeats: int, **options) -> None:
             times[0].append(step_seconds(eager, steps[0]))
             times[1].append(step_seconds(graphed, steps[1]))
         t_eager, t_graph = (sorted(t)[len(t) // 2] for t in times)
-        padded = padded_batch_size(size, stats["cudagraph_capture_sizes"])
+        padded = dispatch_graph([1] * size, stats["cudagraph_capture_sizes"])
         print(f"  batch {size:3d} (graph of {padded}): eager {t_eager * 1e3:7.2f} ms, graph {t_graph * 1e3:7.2f} ms "
               f"-> eager / graph {t_eager / t_graph:.2f}x")
 
@@ -100,13 +100,13 @@ def decode_batch_sizes(model: Path, trace: list[tuple[list[int], int]], max_num_
 
 def padding_report(sizes: list[int], max_num_seqs: int) -> None:
     schedules = {
-        "vLLM default": default_capture_sizes(max_num_seqs),
+        "vLLM default": decode_capture_sizes(max_num_seqs, 10 ** 9),
         "powers of two": [2 ** i for i in range(max_num_seqs.bit_length() + 1)],
         "every size": list(range(1, max_num_seqs + 1)),
     }
     real = sum(sizes)
     for name, schedule in schedules.items():
-        padded = sum(padded_batch_size(n, schedule) for n in sizes)
+        padded = sum(dispatch_graph([1] * n, schedule) for n in sizes)
         print(f"  {name:14s} {len(schedule):3d} graphs: {padded - real:6d} padding rows on {real} real "
               f"-> {100 * (padded - real) / real:5.1f} % extra rows")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "practice"))
-import exercises  # noqa: E402
+from judging import exercises  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
 import hostinfo  # noqa: E402
 

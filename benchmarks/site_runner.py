@@ -66,7 +66,7 @@ def main() -> int:
         subprocess.run([sys.executable, str(ROOT / "site" / "build.py"), "--out", str(args.site), "--only-exercises"],
                        check=True)
     sys.path.insert(0, str(ROOT))
-    from practice.exercises import find
+    from practice.judging.exercises import find
 
     exercise = find(args.exercise)
     solution = exercise.file("solution.py").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ Every input is checked before any work is done: a bad request raises ``ValueErro
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -15,14 +16,14 @@ import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 import torch
 
-from . import ops, platforms, plugins, sampler
-from .compilation.capture_sizes import check_capture_sizes
-from .executor.multiproc import MultiprocExecutor
+from . import envs, ops, platforms, plugins, sampler
+from .compilation import capture_sizes as graph_sizes
 from .distributed.moe_dispatch import MOE_COMM_METHODS
+from .executor.multiproc import MultiprocExecutor
 from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model, sharding
@@ -51,7 +52,7 @@ class EngineConfig:
     backend: str | None = None  # kernel backend: "cpu", "triton", "npu"; None = the platform's
     device: str | None = None   # None = the platform's device
     enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
-    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule
+    cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule; only sizes <= max_num_seqs
     tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.executor)
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
@@ -67,12 +68,9 @@ class EngineConfig:
                              f"got {self.enforce_eager!r}")
         if not isinstance(self.enable_expert_parallel, bool):
             raise ValueError(f"enable_expert_parallel must be True or False, got {self.enable_expert_parallel!r}")
-        if self.cudagraph_capture_sizes is not None:
-            self.cudagraph_capture_sizes = check_capture_sizes(self.cudagraph_capture_sizes)
-            if self.cudagraph_capture_sizes[-1] > self.max_num_batched_tokens:
-                raise ValueError(f"cudagraph_capture_sizes has {self.cudagraph_capture_sizes[-1]}, more than "
-                                 f"max_num_batched_tokens={self.max_num_batched_tokens} (a step never holds more "
-                                 "tokens, so that graph could never replay); lower it or raise max_num_batched_tokens")
+        if self.cudagraph_capture_sizes is not None:  # checked now; the sizes kept are those a decode step can use
+            self.cudagraph_capture_sizes = graph_sizes.decode_capture_sizes(
+                self.max_num_seqs, self.max_num_batched_tokens, self.cudagraph_capture_sizes)
         if self.moe_comm not in MOE_COMM_METHODS:
             raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
         for name in ("enable_prefix_caching", "enable_chunked_prefill"):
@@ -175,6 +173,8 @@ class LLMEngine:
 
     def __init__(self, model: str | Path, **options: Any) -> None:
         self.config = config = EngineConfig(model=str(model), **options)
+        # Every MINI_PLATFORM_* variable now, not at the first step that reads it.
+        envs.check_all(kernel_backends=ops.BACKEND_PACKAGES)
         # The platform first: selecting it fixes up the visible-devices variables before any plugin
         # (or anything else) can start a device runtime.
         platform = platforms.current_platform
@@ -242,6 +242,9 @@ class LLMEngine:
                 raise ValueError(f"prompt is a string, but {self.config.model} has no tokenizer files "
                                  f"({', '.join(TOKENIZER_FILES)}); pass a list of token ids instead")
             return list(self.tokenizer.get().encode(prompt))
+        if isinstance(prompt, (bytes, bytearray)):  # a Sequence of ints, but text, not token ids
+            raise ValueError(f"a prompt must be a string or a list of integer token ids, got {type(prompt).__name__} "
+                             f"{prompt!r:.60}; decode it to a string first (prompt.decode())")
         if not isinstance(prompt, Sequence) or not all(_is_token_id(t) for t in prompt):
             raise ValueError(f"a prompt must be a string or a list of integer token ids, got {prompt!r:.80}")
         return [int(t) for t in prompt]
@@ -259,6 +262,7 @@ class LLMEngine:
                              f"max_model_len={self.max_model_len}; shorten it")
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling_params must be a SamplingParams, got {type(params).__name__}")
+        params.validate()  # again: its fields may have been changed since it was built
         # The most tokens whose K/V the request ever holds: the last sampled token is never fed back.
         peak = min(len(prompt_ids) + params.max_tokens - 1, self.max_model_len)
         if self.kv.blocks_needed(peak) > self.kv.num_blocks:
@@ -276,6 +280,7 @@ class LLMEngine:
         params = sampling_params if sampling_params is not None else SamplingParams()
         prompt_ids = self.tokenize(prompt)
         self.check_request(prompt_ids, params)
+        params = dataclasses.replace(params)  # the request's own copy: later changes to the caller's do not reach it
         if request_id is None:  # the next number not in use
             request_id = next(i for i in map(str, self._ids) if i not in self.requests)
         if request_id in self.requests:
@@ -348,7 +353,8 @@ class LLM:
     max_num_seqs=64, max_num_batched_tokens=2048, max_model_len=None, enable_prefix_caching=True,
     enable_chunked_prefill=True, dtype="float32", backend=None, device=None,
     enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
-    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512)),
+    cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512); a decode
+    graph is captured for the sizes up to max_num_seqs),
     tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
     ``tensor_parallel_size > 1`` the model runs in that many worker processes: ``close()`` them, or use
     ``with LLM(...) as llm:``.
@@ -376,6 +382,11 @@ class LLM:
         prompts = list(prompts)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
             params = [sampling_params or SamplingParams()] * len(prompts)
+        elif isinstance(sampling_params, (Mapping, str, bytes)) or not isinstance(sampling_params, Iterable):
+            raise ValueError(f"sampling_params must be a SamplingParams or a list of them (one per prompt), got "
+                             f"{type(sampling_params).__name__} {sampling_params!r:.80}"
+                             + ("; build one with SamplingParams(**your_dict)" if isinstance(sampling_params, Mapping)
+                                else ""))
         else:
             params = list(sampling_params)
             if len(params) != len(prompts):

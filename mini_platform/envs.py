@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Callable, Collection, Mapping
 
 SELECT = "MINI_PLATFORM"
 TARGET_DEVICE = "MINI_PLATFORM_TARGET_DEVICE"
@@ -63,6 +63,15 @@ def kernel_backend(env: Mapping[str, str] | None = None) -> str | None:
     return value or None
 
 
+def check_kernel_backend(env: Mapping[str, str] | None = None, known: Collection[str] = ()) -> None:
+    """Refuse a ``MINI_PLATFORM_KERNEL_BACKEND`` that names none of the ``known`` backends (the registered
+    ones: plugins add their own, so the caller, which can see the registry, passes them)."""
+    value = kernel_backend(env)
+    if value is not None and value not in known:
+        raise ValueError(f"{KERNEL_BACKEND}={value!r}: unknown kernel backend {value!r}; choose one of "
+                         f"{sorted(known)} or unset it")
+
+
 def npu_moe_routing(env: Mapping[str, str] | None = None) -> str:
     """``v1`` or ``v2`` from ``MINI_PLATFORM_NPU_MOE_ROUTING`` (default ``v2``); anything else is an error."""
     value = _env(env).get(NPU_MOE_ROUTING, "").strip().lower() or "v2"
@@ -78,3 +87,26 @@ def cpu_compiled(env: Mapping[str, str] | None = None) -> bool:
         raise ValueError(f"{CPU_COMPILED}={value!r} is not understood: 1 (or unset) uses the compiled CPU decode "
                          "attention when numba is installed, 0 runs it in torch")
     return value == "1"
+
+
+# Every variable above and its check (None: any value; MINI_PLATFORM and MINI_PLATFORM_PLUGINS name plugins,
+# which resolving the platform checks against the installed ones). check_all runs them all at once.
+VARIABLES: dict[str, Callable[..., object] | None] = {
+    SELECT: None,
+    TARGET_DEVICE: check_target_device,
+    PLUGINS: None,
+    KERNEL_BACKEND: check_kernel_backend,
+    CPU_COMPILED: cpu_compiled,
+    NPU_MOE_ROUTING: npu_moe_routing,
+}
+
+
+def check_all(env: Mapping[str, str] | None = None, kernel_backends: Collection[str] = ()) -> None:
+    """Check every ``MINI_PLATFORM_*`` variable of :data:`VARIABLES` now (the engine calls it when it is built),
+    so that a bad value fails there, naming the variable, its value and the values allowed, rather than at
+    the first step that reads it. ``kernel_backends``: the registered kernel backends."""
+    for name, check in VARIABLES.items():
+        if check is check_kernel_backend:
+            check(env, kernel_backends)
+        elif check is not None:
+            check(env)

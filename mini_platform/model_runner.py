@@ -7,18 +7,21 @@ The inputs live in persistent buffers (:class:`~mini_platform.compilation.buffer
 filled in place and sliced every step.
 
 Graph mode (a ``graph_wrapper_cls`` and ``capture_sizes``): :meth:`ModelRunner.capture_graphs` captures
-the model once per size at start-up. A decode-only step of at most the largest size is padded up to
-the next size and replayed; prefill, mixed and larger steps run eagerly. :func:`build_model_runner`
+one full decode graph per size at start-up (vLLM's ``FULL_DECODE_ONLY``). ``capture_sizes.dispatch_graph``
+picks the graph a step replays: a decode-only step of at most the largest size, padded up to the next size
+by :func:`pad_decode_step`; prefill, mixed and larger steps run eagerly. :func:`build_model_runner`
 applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
 
 The scheduler's output is first flattened into a :class:`StepInput` of plain lists, which is also what a
 tensor-parallel executor sends to every worker process: :func:`prepare_inputs` lays the tokens end to end
-and :func:`build_step_metadata` says where their K/V go. Both are looked up when called, so a learner's
-solutions of exercises 225 and 211 can stand in for them (``python practice/judge.py engine``).
+and :func:`build_step_metadata` says where their K/V go. These, :func:`pad_decode_step`, the functions of
+``compilation.capture_sizes`` and ``compilation.buffers.InputBuffers`` are looked up when called, so a learner's
+solutions of exercises 225, 211, 241, 240, 244 and 246 can stand in for them (``python practice/judge.py engine``).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import time
@@ -29,8 +32,8 @@ from typing import Sequence
 import torch
 
 from . import ops, platforms, utils
-from .compilation.buffers import InputBuffers
-from .compilation.capture_sizes import default_capture_sizes, padded_batch_size
+from .compilation import buffers
+from .compilation import capture_sizes as graph_sizes
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches
@@ -114,6 +117,27 @@ def step_input(batch: SchedulerOutput, kv: KVCacheManager) -> StepInput:
                      meta["max_query_len"])
 
 
+def pad_decode_step(step: StepInput, size: int) -> StepInput:
+    """``step`` (decode only: one new token per request) padded to ``size`` requests for a graph of that size,
+    as a new StepInput (``step`` is not modified). Each padding request has one token: id 0 at position 0,
+    slot -1 (its K/V is never written), KV length 0 (attention reads nothing) and a block table of zeros as
+    wide as the widest real row; it does not sample. ValueError for a step that is not decode only or has
+    more than ``size`` requests (exercise 241 stands in for it)."""
+    num_seqs = len(step.seq_lens)
+    if any(n != 1 for n in step.query_lens):
+        raise ValueError(f"only a decode step (one token per request) is padded for a graph, got query_lens "
+                         f"{step.query_lens}")
+    if num_seqs > size:
+        raise ValueError(f"{num_seqs} requests do not fit a graph of size {size}")
+    pad = size - num_seqs
+    width = max(map(len, step.block_tables), default=0)
+    return dataclasses.replace(
+        step, input_ids=step.input_ids + [0] * pad, positions=step.positions + [0] * pad,
+        slot_mapping=step.slot_mapping + [buffers.PAD_SLOT_ID] * pad,
+        block_tables=step.block_tables + [[0] * width for _ in range(pad)], seq_lens=step.seq_lens + [0] * pad,
+        query_lens=step.query_lens + [1] * pad, sample_rows=list(step.sample_rows), max_query_len=1)
+
+
 class ModelRunner:
     """Runs the model over a paged KV cache. ``backend`` (None = the current one) serves every kernel of
     the forward, attention and the rest alike. ``graph_wrapper_cls`` (a qualified name) with
@@ -131,8 +155,8 @@ class ModelRunner:
         self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []
         largest = self.capture_sizes[-1] if self.capture_sizes else 0
         max_len = max_model_len or c.max_position_embeddings
-        self.buffers = InputBuffers(max(max_num_batched_tokens, largest), max(max_num_seqs, largest),
-                                    cdiv(max_len, block_size), self.device)
+        self.buffers = buffers.InputBuffers(max(max_num_batched_tokens, largest), max(max_num_seqs, largest),
+                                            cdiv(max_len, block_size), self.device)
         self.graphs = None
         if self.capture_sizes:
             self.graphs = utils.resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
@@ -154,30 +178,31 @@ class ModelRunner:
     @torch.inference_mode()
     def capture_graphs(self) -> float:
         """Capture one graph per capture size (largest first, as vLLM does); returns the seconds it took.
-        The buffers hold padding only (slot -1, length 0), so capture writes no KV."""
+        The buffers hold an empty step padded to the size (slot -1, length 0), so capture writes no KV."""
         if self.graphs is None:
             raise RuntimeError("this model runner has no graph wrapper or capture sizes: it runs eagerly")
         start = time.perf_counter()
         for size in reversed(self.capture_sizes):
-            self.buffers.fill([], [], [], [], [], [], num_tokens=size, num_seqs=size)
+            self.prepare(StepInput([], [], [], [], [], [], [], 0), pad_to=size)
             self.graphs.capture(size)
         self.graph_stats.capture_seconds = time.perf_counter() - start
         return self.graph_stats.capture_seconds
 
     def graph_size(self, batch: SchedulerOutput) -> int | None:
         """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
-        if self.graphs is None or any(s.num_new_tokens != 1 for s in batch.scheduled):
+        if self.graphs is None:
             return None
-        return padded_batch_size(len(batch.scheduled), self.capture_sizes)
+        return graph_sizes.dispatch_graph([s.num_new_tokens for s in batch.scheduled], self.capture_sizes)
 
     def prepare(self, step: StepInput,
                 pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
         """Fill the buffers for the step (padded up to ``pad_to`` requests of one token, for a decode
         graph); returns ``(input_ids, positions, metadata)``, slices of the buffers."""
-        num_seqs = pad_to or len(step.seq_lens)
-        num_tokens = len(step.input_ids) + num_seqs - len(step.seq_lens)
+        if pad_to is not None:
+            step = pad_decode_step(step, pad_to)
+        num_tokens, num_seqs = len(step.input_ids), len(step.seq_lens)
         self.buffers.fill(step.input_ids, step.positions, step.slot_mapping, step.block_tables, step.seq_lens,
-                          step.query_lens, num_tokens, num_seqs)
+                          step.query_lens)
         metadata = self.buffers.metadata(num_tokens, num_seqs, step.max_query_len)
         return self.buffers.input_ids[:num_tokens], self.buffers.positions[:num_tokens], metadata
 
@@ -218,7 +243,8 @@ def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backen
                        max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int) -> ModelRunner:
     """A model runner, with its decode graphs captured unless ``enforce_eager`` is not False (None = eager).
 
-    ``capture_sizes`` None means vLLM's default schedule; the wrapper may cap them (Ascend's stream budget).
+    ``capture_sizes`` None means vLLM's default schedule (``capture_sizes.decode_capture_sizes``; the engine's
+    config has already checked sizes it was given the same way).
     Kernels that cannot be captured (they read the host or have data-dependent shapes, as MoE kernels
     that loop over experts do on the CPU) make the runner eager, with a RuntimeWarning naming the operation.
     """
@@ -231,8 +257,7 @@ def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backen
     if wrapper is None:
         raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
                          f"for the {kernels!r} kernels; use enforce_eager=True")
-    sizes = capture_sizes or default_capture_sizes(max_num_seqs, max_num_batched_tokens)
-    sizes = utils.resolve_obj_by_qualname(wrapper).adjust_capture_sizes(sizes, model.config.num_hidden_layers)
+    sizes = capture_sizes or graph_sizes.decode_capture_sizes(max_num_seqs, max_num_batched_tokens)
     runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
                          **options)
     try:

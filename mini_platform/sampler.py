@@ -40,6 +40,11 @@ class SamplingParams:
     ignore_eos: bool = False
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first field out of range (run when built, and again by the engine when a
+        request is added: a field may have been changed in between); ``stop_token_ids`` becomes a list."""
         def is_int(x: object) -> bool:
             return isinstance(x, int) and not isinstance(x, bool)
 

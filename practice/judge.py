@@ -2,12 +2,12 @@
 
     python practice/judge.py 180 [FILE]    judge the workspace file (created from the starter) or FILE
     python practice/judge.py list | show ID | hint ID | solution ID | doctor | check [IDS] | reset ID
-    python practice/judge.py engine [--parts 194,213]   the engine with your accepted parts (engine_parts.py)
+    python practice/judge.py engine [--parts 194,213 | --chapter 6]   the engine with your accepted parts (judging/engine_parts.py)
 
-This file is the command line. Each judgement runs in an isolated child process (practice/sandbox.py:
+This file is the command line. Each judgement runs in an isolated child process (practice/judging/sandbox.py:
 limits, process groups, strays, the verdict read only from a token-stamped result file); the
-verdict is printed by practice/render.py, the renderer the site's browser runner shares; progress
-(last and best verdict, hints shown) lives in practice/progress.py.
+verdict is printed by practice/judging/render.py, the renderer the site's browser runner shares; progress
+(last and best verdict, hints shown) lives in practice/judging/progress.py.
 
 Statuses: those of judge_core (accepted, wrong_answer, error, syntax_error, import_error,
 memory_limit, output_limit, no_tests, interrupted) plus ``timeout`` and ``crashed`` (sandbox.py).
@@ -30,17 +30,16 @@ import json
 import os
 import shutil
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
-import engine_parts  # noqa: E402
-import exercises  # noqa: E402
-import render  # noqa: E402
-from exercises import Exercise, ExerciseError  # noqa: E402
-from progress import Progress, file_digest, solved  # noqa: E402
-from sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
+from judging import engine_parts, exercises, render  # noqa: E402
+from judging.exercises import Exercise, ExerciseError  # noqa: E402
+from judging.progress import Progress, file_digest, solved  # noqa: E402
+from judging.sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
 ROOT = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or PRACTICE_DIR).resolve()
@@ -339,7 +338,10 @@ def cmd_doctor(args) -> int:
 
 def cmd_engine(args) -> int:
     every = engine_parts.engine_exercises(ROOT)
-    selected = engine_parts.select(args.parts, every, ROOT)
+    if args.parts is not None and args.chapter is not None:
+        raise UsageError("--parts 和 --chapter 只能用一个。", "give --parts or --chapter, not both.")
+    selected = engine_parts.select_chapter(args.chapter, every) if args.chapter is not None \
+        else engine_parts.select(args.parts, every, ROOT)
     if not every:
         raise UsageError("没有练习声明引擎部件（problem.md 里的 engine:）。", "no exercise declares engine parts (engine: in problem.md).")
     missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
@@ -349,7 +351,15 @@ def cmd_engine(args) -> int:
     timeout = args.timeout or engine_parts.TIMEOUT
     memory = args.memory or engine_parts.MEMORY_MB
     choices = engine_parts.choose(selected, PROGRESS, LANG)
-    report = engine_parts.run(choices, every, timeout, memory)
+    started = time.monotonic()
+
+    def progress(line: str) -> None:   # one line per engine run, on stderr (stdout stays the result)
+        stage, _, name = line.partition(" ")
+        label = engine_parts.STAGES.get(stage, (stage, stage))[1 if LANG == "en" else 0]
+        print(f"  [{time.monotonic() - started:5.1f} s] {label}: {name}", file=sys.stderr, flush=True)
+
+    chapters = engine_parts.chapters_of(selected, args.chapter, every)
+    report = engine_parts.run(choices, every, timeout, memory, chapters, progress)
     summary = engine_parts.summarize(choices, report, LANG, timeout, memory)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
@@ -460,6 +470,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--yes", action="store_true", help="show it even before acceptance / 未通过也显示")
     elif command == "engine":
         parser.add_argument("--parts", help="only these exercises may be yours, e.g. 194,213 / 只用这些练习的实现")
+        parser.add_argument("--chapter", type=_positive(int),
+                            help="only this chapter's parts and the runs that call them / 只跑这一章的部件")
         parser.add_argument("--timeout", type=_positive(float), help="seconds for the whole run / 整个运行的时间限制（秒）")
         parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
     elif command == "check":
@@ -476,7 +488,7 @@ EPILOG = """commands / 命令:
   hint ID        the next hint, one at a time / 下一个提示（逐个显示）
   solution ID    the reference solution, once accepted / 通过后查看参考答案
   doctor         what this machine can run / 本机能运行什么
-  engine [--parts IDS]  the engine with your accepted parts, against transformers / 用你的实现跑引擎
+  engine [--parts IDS | --chapter N]  the engine with your accepted parts, against transformers / 用你的实现跑引擎
   check [IDS]    maintainers: solutions pass, starters and wrong/ fail, examples exist / 维护者检查
   reset ID       restore the starter (the old file is backed up) / 恢复起始代码（旧文件会备份）"""
 COMMANDS = {"list": cmd_list, "show": cmd_show, "hint": cmd_hint, "solution": cmd_solution, "doctor": cmd_doctor,

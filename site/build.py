@@ -35,8 +35,8 @@ CACHE = SITE / ".cache"
 NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT))
 
-from practice.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
-from practice import render  # noqa: E402
+from practice.judging.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
+from practice.judging import render  # noqa: E402
 
 # The wheels `import pytest` needs inside Pyodide. pytest is the version requirements.txt pins, so the
 # local judge and the browser run the same pytest; the others are at the versions of Pyodide's own
@@ -49,7 +49,7 @@ WHEELS = {
     "pygments-2.20.0-py3-none-any.whl": "81a9e26dd42fd28a23a2d169d86d7ac03b46e2f8b59ed4698fb4785f946d0176",
 }
 # Python modules shipped into the browser's site-packages next to the wheels.
-RUNNER_MODULES = (ROOT / "practice" / "judge_core.py", ROOT / "practice" / "render.py", WEB / "src" / "browser_runner.py")
+RUNNER_MODULES = (ROOT / "practice" / "judging" / "judge_core.py", ROOT / "practice" / "judging" / "render.py", WEB / "src" / "browser_runner.py")
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
 # From precompile.mjs: what a worker restoring the snapshot downloads (the zips without the modules the
 # snapshot has imported), and the whole site-packages for a start without it (see worker.js).
@@ -195,7 +195,8 @@ def notebook_key(path: Path) -> str:
     """Hash of the notebook and of the code its outputs come from: the engine, and the judge that the
     closing "用你的实现跑引擎" cells run."""
     digest = hashlib.sha256(path.read_bytes())
-    for source in sorted([*(ROOT / "mini_platform").rglob("*.py"), *(ROOT / "practice").glob("*.py")]):
+    judge = [*(ROOT / "practice").glob("*.py"), *(ROOT / "practice" / "judging").glob("*.py")]
+    for source in sorted([*(ROOT / "mini_platform").rglob("*.py"), *judge]):
         digest.update(source.relative_to(ROOT).as_posix().encode() + source.read_bytes())
     return digest.hexdigest()[:20]
 

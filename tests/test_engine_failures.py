@@ -108,6 +108,75 @@ def test_a_bad_request_in_a_batch_queues_nothing(tiny):
     assert_idle(llm)
 
 
+# -- requests and variables are checked where they come in ----------------------------------------------
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("MINI_PLATFORM_CPU_COMPILED", "2", ["1", "0"]),
+    ("MINI_PLATFORM_NPU_MOE_ROUTING", "v3", ["v1", "v2"]),      # read only by the npu MoE kernels
+    ("MINI_PLATFORM_TARGET_DEVICE", "tpu", ["cpu", "cuda"]),
+    ("MINI_PLATFORM_KERNEL_BACKEND", "tpu", ["cpu", "npu", "triton"]),
+])
+def test_every_variable_is_checked_when_the_engine_is_built(tiny, monkeypatch, name, value, allowed):
+    """Before, CPU_COMPILED=2 and NPU_MOE_ROUTING=v3 passed the constructor and failed in generate (or never,
+    on a model or backend that does not read them)."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError) as caught:
+        LLM(tiny, backend="cpu")
+    message = str(caught.value)
+    assert f"{name}={value!r}" in message and all(repr(a) in message or a in message for a in allowed), message
+
+
+def test_every_variable_of_envs_has_a_check_or_is_free_form():
+    names = {v for k, v in vars(envs).items() if k.isupper() and isinstance(v, str) and v.startswith("MINI_PLATFORM")}
+    assert names == set(envs.VARIABLES)
+
+
+def test_a_dict_as_sampling_params_is_named_as_a_dict(tiny):
+    llm = LLM(tiny)
+    with pytest.raises(ValueError, match=r"got dict .*SamplingParams\(\*\*your_dict\)"):
+        llm.generate([[5, 9]], {"temperature": 0, "max_tokens": 2})
+    with pytest.raises(ValueError, match="got str"):
+        llm.generate([[5, 9]], "greedy")
+    assert_idle(llm)
+
+
+@pytest.mark.parametrize("prompt", [b"hello", bytearray(b"hi"), [b"hello"]])
+def test_a_bytes_prompt_is_not_read_as_token_ids(tiny, prompt):
+    llm = LLM(tiny)
+    with pytest.raises(ValueError, match="decode it"):
+        llm.generate(prompt, GREEDY)
+    with pytest.raises(ValueError, match="decode it"):
+        llm.engine.add_request(b"hello", GREEDY)
+    assert_idle(llm)
+
+
+@pytest.mark.parametrize("field, value, match", [("max_tokens", 0, "max_tokens"), ("top_p", 1.5, "top_p"),
+                                                 ("temperature", -1.0, "temperature"),
+                                                 ("stop_token_ids", "ab", "stop_token_ids")])
+def test_sampling_params_changed_after_they_were_built_are_checked_again(tiny, field, value, match):
+    params = SamplingParams(temperature=0, max_tokens=4)
+    setattr(params, field, value)
+    llm = LLM(tiny)
+    with pytest.raises(ValueError, match=match):
+        llm.generate([[5, 9]], params)
+    with pytest.raises(ValueError, match=match):
+        llm.engine.add_request([5, 9], params)
+    assert_idle(llm)
+
+
+def test_a_request_keeps_the_sampling_params_it_was_added_with(tiny, reference):
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    llm = LLM(tiny)
+    engine = llm.engine
+    engine.add_request(PROMPTS[0], params, request_id="a")
+    params.max_tokens = 1                      # the caller reuses its object for the next request
+    engine.add_request(PROMPTS[0], params, request_id="b")
+    outputs = {}
+    while engine.has_unfinished_requests():
+        outputs.update({o.request_id: o.token_ids for o in engine.step() if o.finished})
+    assert outputs == {"a": reference[0], "b": reference[0][:1]}
+
+
 # -- backends that cannot run here fail at construction ------------------------------------------------
 
 def test_triton_on_the_cpu_without_the_interpreter_says_what_to_do(tiny, monkeypatch):

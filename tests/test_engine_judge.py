@@ -23,9 +23,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PRACTICE = REPO / "practice"
 sys.path.insert(0, str(PRACTICE))
-import engine_parts  # noqa: E402
-import engine_run  # noqa: E402
-import exercises  # noqa: E402
+from judging import engine_parts  # noqa: E402
+from judging import engine_run  # noqa: E402
+from judging import exercises  # noqa: E402
 
 ENGINE_EXERCISES = engine_parts.engine_exercises(PRACTICE)
 # Exact except on a 2-D input whose last dimension is 64 (the tiny models' hidden size): the
@@ -83,7 +83,7 @@ def solved(tmp_path_factory):
         shutil.copy(exercise.file("solution.py"), root / "workspace" / f"{exercise.name}.py")
     run = engine_cli(root, "--json")
     assert run.returncode in (0, 1), run.stderr
-    return root, json.loads(run.stdout), run.returncode
+    return root, json.loads(run.stdout), run.returncode, run.stderr
 
 
 @pytest.fixture(scope="module")
@@ -103,15 +103,19 @@ def mixed(solved, tmp_path_factory):
 
 
 def test_every_solution_is_yours_exercised_and_equal(solved):
-    root, result, code = solved
+    root, result, code, stderr = solved
     assert code == 0 and result["status"] == "equal" and result["equal"] is True, result
     assert {row["exercise"] for row in result["parts"]} == {e.id for e in ENGINE_EXERCISES}
     for row in result["parts"]:
         assert row["source"] == "yours" and row["reason"] == "accepted_now", row
         assert row["calls"] > 0 and row["result"] == "ok", f"{row['part']} is not on the engine's path: {row}"
     assert result["not_exercised"] == [] and result["culprit"] is None
-    for arch in ("llama", "mixtral"):   # the standard run really preempts and hits the prefix cache
-        assert result["stats"][arch]["preemptions"] > 0 and result["stats"][arch]["prefix_hit_tokens"] > 0
+    assert list(result["stats"]) == [run.name for run in engine_run.RUNS]   # every engine of the standard load ran
+    for name, stats in result["stats"].items():   # each really preempts; the paged ones hit the prefix cache
+        assert stats["preemptions"] > 0 and stats["prefix_hit_tokens"] > 0, name
+    assert result["stats"]["llama/graph"]["graph_steps"] > 0 and result["stats"]["qwen2_moe/npu-graph"]["graph_steps"] > 0
+    for stage in ("全部用参考实现的引擎", "换上你的部件的引擎"):   # a progress line per engine run, on stderr
+        assert all(f"{stage}: {run.name}" in stderr for run in engine_run.RUNS), stderr
     state = json.loads((root / ".judge_state.json").read_text())   # recorded with the judged content's hash
     assert all(state[str(e.id)]["status"] == "accepted" and len(state[str(e.id)]["sha256"]) == 64
                for e in ENGINE_EXERCISES)
@@ -158,6 +162,24 @@ def test_bad_parts_exit_2_naming_the_problem(tmp_path, parts, words):
     run = engine_cli(practice_root(tmp_path), "--parts", parts, "--lang", "en")
     assert run.returncode == 2 and run.stdout == ""
     assert all(word in run.stderr for word in words), run.stderr
+
+
+def test_chapter_runs_only_that_chapters_parts_and_refuses_bad_choices(tmp_path):
+    root = practice_root(tmp_path)
+    run = engine_cli(root, "--chapter", "99", "--lang", "en")
+    assert run.returncode == 2 and run.stdout == "" and "chapter 99" in run.stderr
+    have = sorted({e.chapter for e in ENGINE_EXERCISES})
+    assert ", ".join(map(str, have)) in run.stderr        # names the chapters that have parts
+    run = engine_cli(root, "--chapter", "1", "--parts", "180", "--lang", "en")
+    assert run.returncode == 2 and "--chapter" in run.stderr
+
+
+def test_every_chapter_with_parts_has_runs_and_every_run_a_legend():
+    assert {run.name for run in engine_run.RUNS} == set(engine_parts.RUN_TEXT)
+    for chapter in {e.chapter for e in ENGINE_EXERCISES}:
+        assert engine_run.runs_for({chapter}), chapter
+    assert engine_run.runs_for(None) == engine_run.RUNS
+    assert {run.name for run in engine_run.runs_for({8})} == {"llama/tp2", "mixtral/tp2-ep"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -277,16 +299,23 @@ def test_the_engines_own_parts_pass_their_exercises_tests(tmp_path):
     """Same contract in behaviour, not only in signature: each exercise's tests, run on the engine's own
     objects (the solution's file with every top-level name the engine's module also has imported from the
     engine instead: the part, its error class, the helpers it shares), accept them."""
-    import sandbox
+    from judging import sandbox
 
     jobs = []
     for exercise in ENGINE_EXERCISES:
         source = exercise.file("solution.py").read_text(encoding="utf-8")
         names = {node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        imports = []
-        for module in sorted({path.rsplit(".", 1)[0] for path in exercise.engine}):
+        imports, modules = [], set()
+        for path in exercise.engine:
+            owner, name = engine_run.owner_of(path)
+            if isinstance(owner, type):   # a method (DecoderLayer.forward): the engine's own, from its class
+                imports.append(f"from {owner.__module__} import {owner.__qualname__} as _Owner\n{name} = _Owner.{name}")
+                owner = importlib.import_module(owner.__module__)
+            modules.add(owner.__name__)
+        for module in sorted(modules):
             shared = sorted(name for name in names if hasattr(importlib.import_module(module), name))
-            imports.append(f"from {module} import {', '.join(shared)}")
+            if shared:
+                imports.append(f"from {module} import {', '.join(shared)}")
         file = tmp_path / f"{exercise.name}.py"
         file.write_text(source + "\n\n# The engine's own objects replace the solution's.\n" + "\n".join(imports) + "\n")
         jobs.append((exercise, file))
@@ -294,3 +323,36 @@ def test_the_engines_own_parts_pass_their_exercises_tests(tmp_path):
     failed = {exercise.id: (verdict["status"], verdict.get("message", "")) for (exercise, _), verdict in
               zip(jobs, verdicts) if verdict["status"] != "accepted"}
     assert not failed, failed
+
+
+RAISES_IN_WORKERS = '''\
+import torch
+import torch.distributed as dist
+
+
+def rms_norm(x, weight, eps):
+    if dist.is_initialized():
+        raise RuntimeError("wrong only in a worker")
+    x32 = x.float()
+    return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+'''
+
+
+def test_a_learners_part_runs_inside_the_tensor_parallel_workers(tmp_path, monkeypatch):
+    """The workers load the learner's part through the general plugin (the driver never calls it here:
+    the model lives in the workers), and the error names the learner's file and line from the worker's
+    traceback."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(engine_run.write_plugin_site(tmp_path / "plugin_site")))   # workers inherit it
+    mine = tmp_path / "194_rms_norm.py"
+    mine.write_text(RAISES_IN_WORKERS)
+    runs = tuple(run for run in engine_run.RUNS if run.name == "llama/tp2")
+    models = engine_run.prepare_runs(runs, str(tmp_path))
+    path = "mini_platform.ops.cpu.layernorm.rms_norm"
+    module = engine_run.load_learner_module(str(mine), None, 194)
+    learner = [{"exercise": 194, "file": str(mine), "sha256": None, "paths": [path]}]
+    expected = {name: dict(model["expected"]) for name, model in models.items()}
+    run = engine_run.run_engine(models, expected, {path: module.rms_norm}, {str(mine)}, None, learner)
+    difference = run["models"]["llama/tp2"]["difference"]
+    assert "wrong only in a worker" in difference["exception"] and "rank" in difference["exception"]
+    assert difference["where"] == f"{mine}:7 in rms_norm" and difference["model"] == "llama/tp2"

@@ -9,9 +9,9 @@ import pytest
 
 from test_judge import PROBLEM, make_exercise
 
-import exercises  # noqa: E402  (practice/ is on sys.path via test_judge)
+from judging import exercises  # noqa: E402  (practice/ is on sys.path via test_judge)
 import judge  # noqa: E402
-from exercises import ExerciseError  # noqa: E402
+from judging.exercises import ExerciseError  # noqa: E402
 
 FOLDERS = exercises.exercise_dirs()
 

@@ -13,9 +13,9 @@ import torch
 
 from mini_platform import LLM, SamplingParams
 from mini_platform.ascend import acl_graph
-from mini_platform.ascend.acl_graph import ACLGraphWrapper, update_aclgraph_sizes
+from mini_platform.ascend.acl_graph import ACLGraphWrapper
 from mini_platform.compilation.buffers import InputBuffers
-from mini_platform.compilation.capture_sizes import check_capture_sizes, default_capture_sizes, padded_batch_size
+from mini_platform.compilation.capture_sizes import decode_capture_sizes, dispatch_graph
 from mini_platform.compilation.cpu_graph import CPUGraphWrapper
 from mini_platform.model import make_tiny_checkpoint
 from mini_platform.ops import graph as cpu_graph
@@ -43,44 +43,55 @@ def tokens(outputs) -> list[list[int]]:
 
 # -- capture sizes ----------------------------------------------------------------------------------------
 
-def test_default_capture_sizes_follow_vllm():
-    assert default_capture_sizes(1) == [1, 2, 4]
-    assert default_capture_sizes(8) == [1, 2, 4, 8, 16]
-    assert default_capture_sizes(20) == [1, 2, 4, 8, 16, 24, 32, 40]
-    big = default_capture_sizes(1000)
+def test_default_capture_sizes_follow_vllm_up_to_max_num_seqs():
+    # vLLM v0.11.0's schedule [1, 2, 4] + 8, 16, ... up to min(2 * max_num_seqs, 512); a full decode graph
+    # holds at most max_num_seqs requests, so only those sizes stay (vllm-ascend v0.11.0's _capture_model).
+    assert decode_capture_sizes(1, 2048) == [1]
+    assert decode_capture_sizes(8, 2048) == [1, 2, 4, 8]
+    assert decode_capture_sizes(20, 2048) == [1, 2, 4, 8, 16]
+    assert decode_capture_sizes(3, 2048) == [1, 2]
+    big = decode_capture_sizes(1000, 100_000)
     assert big[:4] == [1, 2, 4, 8] and big[-1] == 512 and len(big) == 3 + 64
-    assert default_capture_sizes(64, max_num_batched_tokens=20) == [1, 2, 4, 8, 16]
+    assert decode_capture_sizes(64, max_num_batched_tokens=20) == [1, 2, 4, 8, 16]
 
 
-def test_padded_batch_size_rounds_up_to_the_next_capture_size():
-    sizes = [1, 2, 4, 8, 16]
-    assert [padded_batch_size(n, sizes) for n in range(1, 18)] == \
-        [1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16, None]
+def test_user_capture_sizes_are_sorted_deduplicated_and_kept_up_to_max_num_seqs():
+    assert decode_capture_sizes(8, 2048, [8, 1, 8, 4]) == [1, 4, 8]
+    assert decode_capture_sizes(6, 2048, [16, 2, 4, 8]) == [2, 4]
+    with pytest.raises(ValueError, match="max_num_seqs=2"):
+        decode_capture_sizes(2, 2048, [4, 8])
 
 
 @pytest.mark.parametrize("bad", [[], [0, 2], [2, True], "1,2", [1.0]])
 def test_bad_capture_sizes_are_rejected(bad):
     with pytest.raises(ValueError, match="cudagraph_capture_sizes"):
-        check_capture_sizes(bad)
+        decode_capture_sizes(8, 2048, bad)
 
 
-def test_check_capture_sizes_sorts_and_dedups():
-    assert check_capture_sizes([8, 1, 8, 4]) == [1, 4, 8]
+def test_only_uniform_decode_steps_replay_in_the_next_capture_size():
+    sizes = [1, 2, 4, 8, 16]
+    assert [dispatch_graph([1] * n, sizes) for n in range(1, 18)] == \
+        [1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16, None]
+    assert dispatch_graph([1, 3, 1], sizes) is None and dispatch_graph([2], sizes) is None
+    assert dispatch_graph([1], []) is None
+    with pytest.raises(ValueError):
+        dispatch_graph([], sizes)
 
 
-def test_aclgraph_sizes_sampled_like_vllm_ascend():
-    sizes = [1, 2, 4, 8, 16, 24, 32]
-    # floor(1800 / (layers + 1)) graphs fit; vllm-ascend samples its descending list with round().
-    assert update_aclgraph_sizes(sizes, num_hidden_layers=2) == sizes
-    assert update_aclgraph_sizes(sizes, num_hidden_layers=500) == [1, 8, 32]           # 3 fit, step 3
-    assert update_aclgraph_sizes(sizes, num_hidden_layers=400) == [1, 4, 16, 32]       # 4 fit, step 2
-    assert update_aclgraph_sizes(sizes, num_hidden_layers=300) == [1, 4, 8, 16, 32]    # 5 fit, round(4.5) = 4
-    assert update_aclgraph_sizes(sizes, num_hidden_layers=1000) == [32]
-    # With one communication group (tensor parallel): floor((1800 - 40) / 81 / 3) = 7 of the 67 defaults.
-    capped = update_aclgraph_sizes(default_capture_sizes(256), num_hidden_layers=80, num_comm_groups=1)
-    assert len(capped) == 7 and capped[0] == 1 and capped[-1] == 512
-    with pytest.raises(ValueError, match="stream budget"):
-        update_aclgraph_sizes(sizes, num_hidden_layers=2000)
+def test_pad_decode_step_adds_requests_of_one_harmless_token():
+    from mini_platform.model_runner import StepInput, pad_decode_step
+
+    step = StepInput([5, 6], [9, 3], [17, 40], [[1, 2, 0], [5, 6, 7]], [10, 4], [1, 1], [0, 1], 1)
+    padded = pad_decode_step(step, 4)
+    assert padded.input_ids == [5, 6, 0, 0] and padded.positions == [9, 3, 0, 0]
+    assert padded.slot_mapping == [17, 40, -1, -1] and padded.seq_lens == [10, 4, 0, 0]
+    assert padded.query_lens == [1, 1, 1, 1] and padded.sample_rows == [0, 1] and padded.max_query_len == 1
+    assert padded.block_tables == [[1, 2, 0], [5, 6, 7], [0, 0, 0], [0, 0, 0]]
+    assert step.input_ids == [5, 6] and len(step.block_tables) == 2            # the step is not modified
+    with pytest.raises(ValueError, match="decode"):
+        pad_decode_step(StepInput([5, 6], [0, 1], [0, 1], [[0]], [2], [2], [1], 2), 4)
+    with pytest.raises(ValueError, match="size 1"):
+        pad_decode_step(step, 1)
 
 
 # -- the CPU graph ----------------------------------------------------------------------------------------
@@ -171,16 +182,19 @@ def test_static_decode_kernels_match_the_reference():
 
 # -- persistent buffers -----------------------------------------------------------------------------------
 
-def test_buffers_pad_slots_with_minus_one_and_requests_with_length_zero():
+def test_buffers_are_filled_in_place_and_sliced():
     buf = InputBuffers(max_num_tokens=8, max_num_seqs=4, max_blocks_per_seq=3)
-    buf.fill([5, 6], [9, 3], [17, 40], [[1, 2], [5, 6, 7]], seq_lens=[10, 4], query_lens=[1, 1],
-             num_tokens=4, num_seqs=4)
+    assert buf.slot_mapping.tolist() == [-1] * 8          # no row writes KV until it is filled
+    pointers = [getattr(buf, name).data_ptr() for name in InputBuffers.FIELDS]
+    buf.fill([5, 6, 0, 0], [9, 3, 0, 0], [17, 40, -1, -1], [[1, 2], [5, 6, 7], [], []], seq_lens=[10, 4, 0, 0],
+             query_lens=[1, 1, 1, 1])
     md = buf.metadata(4, 4, max_query_len=1)
     assert buf.input_ids[:4].tolist() == [5, 6, 0, 0] and buf.positions[:4].tolist() == [9, 3, 0, 0]
     assert md.slot_mapping.tolist() == [17, 40, -1, -1]
     assert md.seq_lens.tolist() == [10, 4, 0, 0] and md.query_start_loc.tolist() == [0, 1, 2, 3, 4]
-    assert md.block_tables.tolist() == [[1, 2, 0], [5, 6, 7], [0, 0, 0], [0, 0, 0]]
+    assert md.block_tables[:2].tolist() == [[1, 2, 0], [5, 6, 7]]
     assert md.slot_mapping.data_ptr() == buf.slot_mapping.data_ptr()  # views, not copies
+    assert [getattr(buf, name).data_ptr() for name in InputBuffers.FIELDS] == pointers
     with pytest.raises(ValueError, match="does not fit"):
         buf.fill([1] * 9, [0] * 9, [0] * 9, [[1]], [9], [9])
     with pytest.raises(ValueError, match="max_blocks_per_seq=3"):
@@ -198,7 +212,7 @@ def test_cpu_graph_mode_equals_eager_token_for_token(checkpoints, arch):
     assert type(graphed.engine.runner.graphs) is CPUGraphWrapper
     assert tokens(graphed.generate(batch, GREEDY)) == tokens(eager.generate(batch, GREEDY))
     stats = graphed.engine.stats()
-    assert stats["cudagraph_capture_sizes"] == [1, 2, 4, 8, 16] and stats["graph_capture_seconds"] > 0
+    assert stats["cudagraph_capture_sizes"] == [1, 2, 4, 8] and stats["graph_capture_seconds"] > 0
     assert stats["num_graph_steps"] == GREEDY.max_tokens - 1 and stats["num_eager_steps"] == 1
 
 
@@ -317,11 +331,14 @@ def test_acl_graph_without_the_attention_update_gives_wrong_tokens(checkpoints, 
     assert tokens(stale) != tokens(eager)
 
 
-def test_acl_graph_sizes_capped_and_replay_waits_for_its_events(checkpoints, emulated_npu, monkeypatch):
-    monkeypatch.setattr(acl_graph, "MAX_CAPTURE_SIZE", 6)   # room for 6 // (2 layers + 1) = 2 graphs
+def test_full_decode_acl_graphs_are_not_pruned_and_replay_waits_for_its_events(checkpoints, emulated_npu,
+                                                                               monkeypatch):
+    # vllm-ascend v0.11.0 prunes by the stream budget in PIECEWISE mode only; its FULL_DECODE_ONLY graphs
+    # are the sizes up to max_num_seqs: [1, 2] of the default [1, 2, 4] here, and a graph for each.
     monkeypatch.setattr(acl_graph, "update_attn_params", lambda *args: None)  # events never recorded
     llm = LLM(checkpoints["llama"], max_num_seqs=2, backend="npu", enforce_eager=False)
-    assert llm.engine.stats()["cudagraph_capture_sizes"] == [1, 4]   # of [1, 2, 4]: the largest and the smallest
+    assert llm.engine.stats()["cudagraph_capture_sizes"] == [1, 2]
+    assert sorted(llm.engine.runner.graphs.entries) == [1, 2]
     with pytest.raises(RuntimeError, match="never recorded"):
         llm.generate(prompts(6, 1), GREEDY)
 

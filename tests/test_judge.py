@@ -22,9 +22,9 @@ PRACTICE = ROOT / "practice"
 if str(PRACTICE) not in sys.path:
     sys.path.insert(0, str(PRACTICE))
 
-import exercises  # noqa: E402
+from judging import exercises  # noqa: E402
 import judge  # noqa: E402
-import sandbox  # noqa: E402
+from judging import sandbox  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # A throwaway exercise (also used by tests/test_judge_core.py and tests/test_exercises.py)
@@ -138,7 +138,7 @@ HOSTILE = {
     "wrong_answer_after_stdin_read": ("import sys\ndef double(x):\n    sys.stdin.read()\n    return x\n",
                                       {"wrong_answer"}),
     # Deliberate forgery from inside the child: caught by the parent's consistency check.
-    "patches_the_judge_core": ("import sys\ncore = sys.modules['judge_core']\nreal = core._verdict\n"
+    "patches_the_judge_core": ("import sys\ncore = sys.modules['judging.judge_core']\nreal = core._verdict\n"
                                "def forged(*args):\n    verdict = real(*args)\n    verdict['status'] = 'accepted'\n"
                                "    return verdict\ncore._verdict = forged\ndef double(x):\n    return x\n", {"error"}),
     "forges_the_result_file": (
@@ -254,6 +254,12 @@ def test_non_utf8_output_is_reported_not_fatal(exercise, tmp_path):
     verdict = judge_source(exercise, tmp_path, source)
     assert verdict["status"] == "wrong_answer"
     assert "\ufffd" in verdict["tests"][0]["stdout"] and "raw" in verdict["tests"][0]["stdout"]
+
+
+def test_progress_lines_reach_the_callback_and_stay_out_of_stderr():
+    seen, err, pending = [], bytearray(), bytearray(b"warning\n" + sandbox.PROGRESS.encode() + b"reference llama\npart")
+    sandbox._progress_lines(pending, err, seen.append)
+    assert seen == ["reference llama"] and bytes(err) == b"warning\n" and bytes(pending) == b"part"
 
 
 def test_forged_or_missing_result_is_never_a_pass(tmp_path):

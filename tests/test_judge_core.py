@@ -10,7 +10,7 @@ import pytest
 
 from test_judge import PRACTICE, SOLUTION, STARTER, TEST
 
-import judge_core  # noqa: E402  (practice/ is on sys.path via test_judge)
+from judging import judge_core  # noqa: E402  (practice/ is on sys.path via test_judge)
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ def test_missing_input_file_raises(tmp_path):
 
 
 def test_core_imports_only_the_standard_library_and_pytest():
-    tree = ast.parse((PRACTICE / "judge_core.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PRACTICE / "judging" / "judge_core.py").read_text(encoding="utf-8"))
     names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert names - set(sys.stdlib_module_names) == {"pytest"}

@@ -476,7 +476,7 @@ def test_current_platform_is_lazy_and_cached(fresh_platform, monkeypatch):
     calls = []
     monkeypatch.setattr(platforms, "resolve_current_platform_cls_qualname", lambda: calls.append(1) or RECORDING)
     RecordingPlatform.prepared = []
-    assert platforms._current_platform is None and calls == []
+    assert platforms._current._platform is None and calls == []
     first = mini_platform.current_platform
     assert type(first) is RecordingPlatform
     from mini_platform.platforms import current_platform
@@ -544,7 +544,7 @@ class DeadlockGuardLock:
 
 
 def test_reading_current_platform_while_it_resolves_raises_instead_of_hanging(fresh_platform, monkeypatch):
-    monkeypatch.setattr(platforms, "_lock", DeadlockGuardLock())
+    monkeypatch.setattr(platforms._current, "_lock", DeadlockGuardLock())
     attempts = []
 
     def plugin_reading_current_platform_too_early():
@@ -556,7 +556,7 @@ def test_reading_current_platform_while_it_resolves_raises_instead_of_hanging(fr
     monkeypatch.setattr(platforms, "resolve_current_platform_cls_qualname", plugin_reading_current_platform_too_early)
     with pytest.raises(RuntimeError, match="current_platform was accessed while it is being resolved"):
         mini_platform.current_platform
-    assert not platforms._lock.locked() and platforms._current_platform is None
+    assert not platforms._current._lock.locked() and platforms._current._platform is None
     assert type(mini_platform.current_platform) is RecordingPlatform  # the next access resolves normally
 
 

@@ -6,7 +6,7 @@ import sys
 
 from test_judge import PRACTICE  # noqa: F401  (puts practice/ on sys.path)
 
-import render  # noqa: E402
+from judging import render  # noqa: E402
 
 
 def case(name, outcome="passed", message="", details="", compare=None):

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from practice.exercises import discover  # noqa: E402
+from practice.judging.exercises import discover  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

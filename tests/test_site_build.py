@@ -112,7 +112,7 @@ def test_server_binds_localhost_with_isolation_headers_and_wasm_type(build, tmp_
 
 
 def test_browser_exercises_may_import_only_the_standard_library_and_pytest(build, tmp_path):
-    from practice.exercises import Exercise
+    from practice.judging.exercises import Exercise
 
     folder = tmp_path / "189_demo"
     folder.mkdir()
@@ -232,7 +232,7 @@ def test_figures_get_alt_text_from_their_title_and_printed_source_is_highlighted
 
 
 def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
-    from practice.exercises import Exercise
+    from practice.judging.exercises import Exercise
 
     def exercise(id_, requires, engine):
         return Exercise(id=id_, slug=f"demo{id_}", path=tmp_path, title=f"题{id_}", title_en=f"Ex {id_}", chapter=2,

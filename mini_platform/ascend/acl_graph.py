@@ -1,7 +1,8 @@
 """ACL graphs: the Ascend platform's static graph wrapper, with per-replay attention updates.
 
-As vllm-ascend v0.11.0 does (``compilation/acl_graph.py``, ``attention/attention_v1.py``,
-``worker/model_runner_v1.py``, ``utils.update_aclgraph_sizes``):
+As vllm-ascend v0.11.0 does in its ``FULL_DECODE_ONLY`` mode (``compilation/acl_graph.py``,
+``attention/attention_v1.py``, ``worker/model_runner_v1.py``), the only mode this engine has: one full
+decode graph per capture size, attention inside it.
 
 - one ``torch.npu.NPUGraph`` per capture size, captured with ``torch.npu.graph(g, pool=...)`` in the
   platform's global graph pool;
@@ -12,8 +13,15 @@ As vllm-ascend v0.11.0 does (``compilation/acl_graph.py``, ``attention/attention
 - after launching each replay, :func:`update_attn_params` re-issues every layer's task with the step's
   real lengths (``graph_task_update_begin``/``_end`` on an update stream) and records its event, which
   lets the graph run that layer. Block tables need no update: the task reads them from the persistent
-  buffer, which the model runner filled before the replay;
-- the number of graphs is capped by the stream budget (:func:`update_aclgraph_sizes`).
+  buffer, which the model runner filled before the replay.
+
+vllm-ascend v0.11.0's model runner calls ``update_attn_params`` only when the step's runtime mode is
+``FULL``. Its default is ``PIECEWISE`` (``platform.py`` turns vLLM's ``FULL_AND_PIECEWISE`` into it): there
+the graphs are the pieces between attentions and attention runs eagerly, outside any graph, so nothing is
+updated. The stream budget (``utils.update_aclgraph_sizes``: ``num_hidden_layers + 1`` pieces per size,
+at most 1800 streams) is applied in ``PIECEWISE`` mode only; ``FULL_DECODE_ONLY`` sizes are not pruned by
+it, only kept at most ``max_num_seqs`` (``capture_sizes.decode_capture_sizes``), so this module has no
+budget (exercise 242 computes it).
 
 The same calls (task groups, ``ExternalEvent``, ``graph_task_update_begin``) are in vllm-ascend at
 HEAD 182b75ea (2026-08-22), where the update moved into ``AscendAttentionBackendImpl.update_graph_params``.
@@ -24,41 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import torch
 
 from .platform import NPUPlatform
-
-# vllm-ascend v0.11.0: "we can only capture 1800 graphs at most ... bounded by the number of streams,
-# which is 2048, we save 248 streams as a buffer".
-MAX_CAPTURE_SIZE = 1800
-
-
-def update_aclgraph_sizes(sizes: Sequence[int], num_hidden_layers: int, num_comm_groups: int = 0) -> list[int]:
-    """The capture sizes that fit the stream budget (vllm-ascend v0.11.0, HCCL's default FFTS+ mode).
-
-    Each graph needs ``num_hidden_layers + 1`` streams; with ``g`` communication groups (tensor / data
-    parallel > 1) at most ``floor((1800 - 40 g) / (layers + 1) / (1 + 2 g))`` graphs fit. When fewer than
-    ``len(sizes)`` fit, that many are sampled evenly from vLLM v0.11.0's descending list, keeping the largest and
-    the smallest. Returned ascending. (If only one fits, the largest is kept, where vllm-ascend v0.11.0
-    would divide by zero.)
-    """
-    descending = sorted(set(sizes), reverse=True)
-    limit = math.floor((MAX_CAPTURE_SIZE - num_comm_groups * 40) / (num_hidden_layers + 1) / (1 + num_comm_groups * 2))
-    if limit < 1:
-        raise ValueError(f"no ACL graph fits the stream budget with {num_hidden_layers} layers; use enforce_eager=True")
-    if limit >= len(descending):
-        return sorted(descending)
-    if limit == 1:
-        return descending[:1]
-    step = (len(descending) - 1) / (limit - 1)
-    indices = [round(i * step) for i in range(limit)]
-    indices[0], indices[-1] = 0, len(descending) - 1
-    return sorted(descending[i] for i in indices)
-
 
 @dataclass
 class GraphParams:
@@ -101,7 +80,20 @@ def _torch_npu() -> Any:
 
 
 def update_attn_params(update_stream: Any, params: GraphParams, size: int, seq_lens: torch.Tensor) -> None:
-    """Re-issue each layer's paged-attention task of graph ``size`` with the step's ``seq_lens`` and release it."""
+    """Re-issue each layer's paged-attention task of graph ``size`` with the step's ``seq_lens`` and release it.
+
+    ``seq_lens`` has one length per row of the graph (the padded step's; any integer dtype, any device): it
+    becomes ``context_lens``, int32 on the host. On ``update_stream``, per layer: ``graph_task_update_begin``
+    with the layer's handle, ``_npu_paged_attention`` with the captured arguments, the new lengths and the
+    size's workspace, ``graph_task_update_end``, then record the layer's event. ValueError, before any task is
+    touched, for a size that was never captured or lengths of another shape (exercise 245 stands in for it).
+    """
+    if size not in params.handles:
+        raise ValueError(f"no ACL graph of size {size} was captured (sizes: {sorted(params.handles)})")
+    if tuple(seq_lens.shape) != (size,):
+        raise ValueError(f"seq_lens must hold one length per row of the graph of size {size}, "
+                         f"got shape {tuple(seq_lens.shape)}")
+    context_lens = seq_lens.to("cpu", torch.int32)
     torch_npu = _torch_npu()
     npu = torch_npu.npu
     with npu.stream(update_stream):
@@ -110,7 +102,7 @@ def update_attn_params(update_stream: Any, params: GraphParams, size: int, seq_l
             npu.graph_task_update_begin(update_stream, handle)
             torch_npu._npu_paged_attention(query=query, key_cache=key_cache, value_cache=value_cache,
                                            num_kv_heads=num_kv_heads, num_heads=num_heads, scale_value=scale,
-                                           block_table=block_table, context_lens=seq_lens, out=out,
+                                           block_table=block_table, context_lens=context_lens, out=out,
                                            workspace=params.workspaces.get(size))
             npu.graph_task_update_end(update_stream)
             event.record(update_stream)
@@ -126,10 +118,6 @@ class ACLGraphWrapper:
         self.update_stream = npu.Stream()
         self.params = GraphParams()
         self.entries: dict[int, tuple[Any, torch.Tensor]] = {}
-
-    @classmethod
-    def adjust_capture_sizes(cls, sizes: Sequence[int], num_hidden_layers: int) -> list[int]:
-        return update_aclgraph_sizes(sizes, num_hidden_layers)
 
     def capture(self, size: int) -> None:
         npu = _torch_npu().npu

@@ -1,12 +1,13 @@
 """Graph capture for decode steps (chapter 7): capture sizes, persistent input buffers, graph wrappers.
 
+Every graph here is a full decode graph (vLLM's ``FULL_DECODE_ONLY``): the whole forward of a decode step,
+attention included, one per capture size (``capture_sizes.decode_capture_sizes``).
+
 A static graph wrapper (the class a platform names in ``get_static_graph_wrapper_cls()``) has this
 interface, which the model runner relies on:
 
 - ``cls(runnable, device)``: ``runnable(num_tokens)`` runs the model on the first ``num_tokens`` rows of
   the persistent input buffers and returns its output;
-- ``cls.adjust_capture_sizes(sizes, num_hidden_layers) -> list[int]``: the sizes this kind of graph can
-  hold (Ascend's stream budget caps them; the others keep them);
 - ``wrapper.capture(size)``: capture the runnable for ``size`` rows (once, at start-up);
 - ``wrapper.replay(size, metadata) -> Tensor``: replay it after the buffers were filled; ``metadata``
   (the step's ``AttentionMetadata``) is for wrappers that patch the graph per replay (ACL graph).

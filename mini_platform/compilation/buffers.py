@@ -1,11 +1,10 @@
-"""Persistent input buffers: allocated once, filled in place and sliced every step.
+"""Persistent input buffers: allocated once, filled in place and sliced every step (exercise 246).
 
 A captured graph reads its inputs from fixed addresses, so the model runner never builds new input
 tensors: it copies each step's values into these buffers and hands the model slices of them
-(``input_ids[:num_tokens]``), as vLLM's GPU model runner does. A step padded up to a capture size
-gets padding after its real rows: token 0 at position 0 with slot -1 (its K/V is never written),
-and requests of length 0 with one padding token each and an all-zero block table row. Block-table
-columns past the step's longest row keep earlier values: valid block ids, never read unmasked.
+(``input_ids[:num_tokens]``), as vLLM's GPU model runner does. A graph step arrives here already padded
+to its capture size (``mini_platform.model_runner.pad_decode_step``). Block-table columns past the step's
+widest row keep earlier values: valid block ids, never read unmasked.
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ PAD_SLOT_ID = -1
 
 
 class InputBuffers:
-    """``input_ids``/``positions`` (int64) and ``slot_mapping`` (int32) of ``max_num_tokens``;
+    """``input_ids``/``positions`` (int64) and ``slot_mapping`` (int32, -1 until written) of ``max_num_tokens``;
     ``block_tables`` int32 ``[max_num_seqs, max_blocks_per_seq]``, ``seq_lens`` int32 ``[max_num_seqs]``
     and ``query_start_loc`` int32 ``[max_num_seqs + 1]``.
 
@@ -42,35 +41,28 @@ class InputBuffers:
             setattr(self, name, t if self.device.type == "cpu" else t.to(self.device))
 
     def fill(self, input_ids: list[int], positions: list[int], slots: list[int], block_tables: list[list[int]],
-             seq_lens: list[int], query_lens: list[int], num_tokens: int | None = None,
-             num_seqs: int | None = None) -> None:
-        """Copy one step's values in, padded up to ``num_tokens`` tokens and ``num_seqs`` requests
-        (default: no padding). Padding tokens come after the real ones; padding requests have one token each."""
+             seq_lens: list[int], query_lens: list[int]) -> None:
+        """Copy one step's values into the first rows, in place: its tokens (ids, positions, slots), its requests
+        (seq_lens, block tables padded with 0 to the step's widest row) and ``query_start_loc``, the running sum
+        of ``query_lens`` from 0. ValueError when the step does not fit."""
         t, b = len(input_ids), len(seq_lens)
-        num_tokens, num_seqs = num_tokens or t, num_seqs or b
         width = self.block_tables.shape[1]
-        if num_tokens > self.input_ids.shape[0] or num_seqs > self.seq_lens.shape[0]:
-            raise ValueError(f"a step of {num_tokens} tokens and {num_seqs} requests does not fit the buffers "
-                             f"({self.input_ids.shape[0]} tokens, {self.seq_lens.shape[0]} requests)")
-        if num_tokens - t != num_seqs - b or num_tokens < t:
-            raise ValueError(f"padding must add one token per padding request: {t} -> {num_tokens} tokens, "
-                             f"{b} -> {num_seqs} requests")
-        used = max(map(len, block_tables), default=1)  # O(B x longest row), not O(B x max_blocks_per_seq)
+        if t > self.input_ids.shape[0] or b > self.seq_lens.shape[0]:
+            raise ValueError(f"a step of {t} tokens and {b} requests does not fit the buffers "
+                             f"(max_num_tokens={self.input_ids.shape[0]}, max_num_seqs={self.seq_lens.shape[0]})")
+        used = max(map(len, block_tables), default=0)  # O(B x widest row), not O(B x max_blocks_per_seq)
         if used > width:
-            raise ValueError(f"a block table has more than max_blocks_per_seq={width} blocks")
+            raise ValueError(f"a block table has {used} blocks, more than max_blocks_per_seq={width}")
         np = self._np
-        for name, values, pad in (("input_ids", input_ids, 0), ("positions", positions, 0),
-                                  ("slot_mapping", slots, PAD_SLOT_ID)):
-            np[name][:t] = values
-            np[name][t:num_tokens] = pad
+        np["input_ids"][:t] = input_ids
+        np["positions"][:t] = positions
+        np["slot_mapping"][:t] = slots
         np["seq_lens"][:b] = seq_lens
-        np["seq_lens"][b:num_seqs] = 0
-        np["query_start_loc"][:num_seqs + 1] = list(itertools.accumulate(query_lens + [1] * (num_seqs - b), initial=0))
-        if b:
+        np["query_start_loc"][:b + 1] = list(itertools.accumulate(query_lens, initial=0))
+        if used:
             np["block_tables"][:b, :used] = [row + [0] * (used - len(row)) for row in block_tables]
-        np["block_tables"][b:num_seqs, :used] = 0
         if self.device.type != "cpu":
-            for name, rows in zip(self.FIELDS, (num_tokens, num_tokens, num_tokens, num_seqs, num_seqs, num_seqs + 1)):
+            for name, rows in zip(self.FIELDS, (t, t, t, b, b, b + 1)):
                 part = (slice(rows), slice(used)) if name == "block_tables" else slice(rows)
                 getattr(self, name)[part].copy_(self.host[name][part], non_blocking=True)
 

@@ -1,6 +1,7 @@
-"""Which batch sizes get a graph, and which graph a batch is padded up to (vLLM's rules).
+"""Which batch sizes get a full decode graph, and which graph a step replays (exercises 240 and 244).
 
-Pure Python: no torch.
+Pure Python: no torch. The model runner and the engine call both functions through this module's
+attributes, so a learner's solutions can stand in for them (``python practice/judge.py engine``).
 """
 from __future__ import annotations
 
@@ -8,27 +9,50 @@ import bisect
 from typing import Sequence
 
 
-def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int | None = None) -> list[int]:
-    """vLLM v0.11.0's default schedule: ``[1, 2, 4] + range(8, N + 1, 8)`` with ``N = min(2 * max_num_seqs, 512)``,
-    without sizes above ``max_num_batched_tokens`` (a step never holds more tokens than that)."""
-    n = min(2 * max_num_seqs, 512)
-    sizes = [1, 2, 4] + list(range(8, n + 1, 8))
-    return [s for s in sizes if max_num_batched_tokens is None or s <= max_num_batched_tokens]
+def decode_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
+                         user_sizes: list[int] | None = None) -> list[int]:
+    """The batch sizes that get a full decode graph, ascending, without duplicates.
+
+    ``user_sizes`` None: vLLM v0.11.0's default schedule ``[1, 2, 4] + range(8, N + 1, 8)`` with
+    ``N = min(2 * max_num_seqs, 512)``, without sizes above ``max_num_batched_tokens``. Given sizes must be
+    positive integers (ValueError otherwise, or when one exceeds ``max_num_batched_tokens``: that graph
+    could never replay). Either way only sizes ``<= max_num_seqs`` stay: a decode step holds at most
+    ``max_num_seqs`` requests of one token (vllm-ascend v0.11.0's ``_capture_model`` keeps the same for its
+    full decode graphs); ValueError when none is left.
+    """
+    if user_sizes is None:
+        n = min(2 * max_num_seqs, 512)
+        sizes = [s for s in [1, 2, 4] + list(range(8, n + 1, 8)) if s <= max_num_batched_tokens]
+    else:
+        if isinstance(user_sizes, (str, bytes)) or not isinstance(user_sizes, Sequence) or not user_sizes:
+            raise ValueError(f"cudagraph_capture_sizes must be a non-empty list of positive integers, got "
+                             f"{user_sizes!r} (or use enforce_eager=True)")
+        bad = [s for s in user_sizes if not isinstance(s, int) or isinstance(s, bool) or s < 1]
+        if bad:
+            raise ValueError(f"cudagraph_capture_sizes must be positive integers; these are not: {bad[:5]}")
+        if max(user_sizes) > max_num_batched_tokens:
+            raise ValueError(f"cudagraph_capture_sizes has {max(user_sizes)}, more than max_num_batched_tokens="
+                             f"{max_num_batched_tokens} (a step never holds more tokens, so that graph could never "
+                             "replay); lower it or raise max_num_batched_tokens")
+        sizes = sorted(set(user_sizes))
+    decode = [s for s in sizes if s <= max_num_seqs]
+    if not decode:
+        raise ValueError(f"no capture size in {sizes} is at most max_num_seqs={max_num_seqs}: a decode step never "
+                         "holds more requests; give a smaller size")
+    return decode
 
 
-def check_capture_sizes(sizes: Sequence[int]) -> list[int]:
-    """The sizes sorted ascending without duplicates; ValueError unless they are positive integers."""
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
-        raise ValueError(f"cudagraph_capture_sizes must be a list of positive integers, got {sizes!r}")
-    if not sizes:
-        raise ValueError("cudagraph_capture_sizes is empty; give at least one batch size, or enforce_eager=True")
-    bad = [s for s in sizes if not isinstance(s, int) or isinstance(s, bool) or s < 1]
-    if bad:
-        raise ValueError(f"cudagraph_capture_sizes must be positive integers; these are not: {bad[:5]}")
-    return sorted(set(sizes))
+def dispatch_graph(num_scheduled_tokens: list[int], capture_sizes: list[int]) -> int | None:
+    """The capture size the step replays, or None: run it eagerly.
 
-
-def padded_batch_size(num_seqs: int, sizes: Sequence[int]) -> int | None:
-    """The smallest capture size >= ``num_seqs`` (``sizes`` ascending), or None when it exceeds them all (eager)."""
-    i = bisect.bisect_left(sizes, num_seqs)
-    return sizes[i] if i < len(sizes) else None
+    ``num_scheduled_tokens`` has each request's new tokens in the step, ``capture_sizes`` is ascending. Only a
+    uniform decode step (one token per request) replays, in the smallest graph that holds its requests;
+    prefill, mixed steps and steps larger than every graph run eagerly. ValueError for an empty step or a
+    count below 1.
+    """
+    if not num_scheduled_tokens or min(num_scheduled_tokens) < 1:
+        raise ValueError(f"a step has at least one request and each has >= 1 token, got {list(num_scheduled_tokens)}")
+    if any(n != 1 for n in num_scheduled_tokens):
+        return None
+    i = bisect.bisect_left(capture_sizes, len(num_scheduled_tokens))
+    return capture_sizes[i] if i < len(capture_sizes) else None

@@ -5,7 +5,7 @@ recorder sees every operation (the Triton interpreter and the torch_npu emulatio
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
@@ -20,10 +20,6 @@ class CPUGraphWrapper:
             raise ValueError(f"the CPU graph records operations on CPU tensors; the model is on {device}")
         self.runnable = runnable
         self.entries: dict[int, tuple[Graph, torch.Tensor]] = {}
-
-    @classmethod
-    def adjust_capture_sizes(cls, sizes: Sequence[int], num_hidden_layers: int) -> list[int]:
-        return list(sizes)
 
     def capture(self, size: int) -> None:
         cpu_graph = Graph()

@@ -2,7 +2,7 @@
 does for a full graph: one graph per capture size, all in the platform's global memory pool."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
@@ -18,10 +18,6 @@ class CUDAGraphWrapper:
         self.runnable = runnable
         self.pool = CudaPlatform.get_global_graph_pool()
         self.entries: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
-
-    @classmethod
-    def adjust_capture_sizes(cls, sizes: Sequence[int], num_hidden_layers: int) -> list[int]:
-        return list(sizes)
 
     def capture(self, size: int) -> None:
         self.runnable(size)  # warm-up outside the graph: Triton compiles its kernels on the first call

@@ -111,7 +111,7 @@ class ModelConfig:
         if not cfg.get("head_dim") and cfg["hidden_size"] % heads:
             raise ValueError(f"hidden_size={cfg['hidden_size']} is not divisible by num_attention_heads={heads} "
                              "and config.json gives no head_dim")
-        theta, scaling = _rope_settings(cfg)
+        theta, scaling = rope_settings(cfg)  # looked up at call time (exercise 200 stands in for it)
         is_qwen2 = arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM")
         attention_bias = bool(cfg.get("attention_bias", False))
         if arch == "Qwen2MoeForCausalLM":  # transformers' Qwen2MoeConfig: qkv_bias, default on
@@ -171,8 +171,8 @@ def read_json_object(file: Path) -> dict[str, Any]:
     return value
 
 
-def _rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
-    """``(rope_theta, scaling)`` from either spelling; scaling is None for plain RoPE.
+def rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """``(rope_theta, scaling)`` from either spelling; scaling is None for plain RoPE (exercise 200 has this contract).
 
     Follows transformers 5: a legacy ``rope_scaling`` dict wins over ``rope_parameters``; ``rope_theta``
     inside the dict wins over the top-level one; ``original_max_position_embeddings`` (llama3, yarn)

@@ -185,7 +185,9 @@ def rope_attention_factor(scaling: dict[str, Any] | None) -> float:
 def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
                        scaling: dict[str, Any] | None = None) -> torch.Tensor:
     """``[max_positions, head_dim]`` fp32: ``cos(p * f)`` in the first half, ``sin(p * f)`` in the second
-    (both times :func:`rope_attention_factor`)."""
+    (both times :func:`rope_attention_factor`). Exercise 203 has this contract."""
+    if head_dim % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions: head_dim must be even, got {head_dim}")
     freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), rope_inv_freq(head_dim, theta, scaling))
     return torch.cat((freqs.cos(), freqs.sin()), dim=-1) * rope_attention_factor(scaling)
 

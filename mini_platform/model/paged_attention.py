@@ -23,7 +23,8 @@ class AttentionMetadata:
     - ``seq_lens`` int32 ``[B]``: each request's KV length after this step (cached + new tokens).
     - ``max_query_len``: the longest query in the step; 1 means a pure decode step (one query per request).
 
-    Padding tokens (slot -1) come after the real ones, outside ``query_start_loc``; their outputs are zeros.
+    Padding tokens (slot -1) come after the real ones; in a padded decode graph step each is a request of KV
+    length 0 (``mini_platform.model_runner.pad_decode_step``). Their outputs are zeros and never sampled.
     """
     slot_mapping: torch.Tensor
     block_tables: torch.Tensor

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from importlib.metadata import EntryPoint
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import envs, hardware, plugins, utils
 from . import resolution
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Platform", "PlatformEnum", "UnspecifiedPlatform", "PlatformResolutionError", "UNSPECIFIED",
     "BUILTIN_DETECTORS", "resolve_platform", "resolve_current_platform_cls_qualname",
-    "current_platform", "clear_current_platform",
+    "current_platform", "clear_current_platform", "LazyPlatform",
 ]
 
 
@@ -101,42 +101,60 @@ def resolve_current_platform_cls_qualname(env: Mapping[str, str] | None = None) 
     return resolution.resolve_platform(builtin, oot, os.environ if env is None else env)
 
 
-_lock = threading.Lock()
-_current_platform: Platform | None = None
-_resolving_thread: int | None = None  # the thread inside _resolve_current_platform, if any
+class LazyPlatform:
+    """The platform, created by ``create`` on the first :meth:`get` and cached (exercise 182 has this contract).
+
+    Double-checked locking: :meth:`get` returns the cached platform without touching the lock; otherwise it
+    takes the lock, looks again (another thread may have created it while this one waited) and only then
+    calls ``create``. A failure caches nothing, so the next ``get`` tries again; an AttributeError becomes a
+    RuntimeError (escaping a module ``__getattr__`` it would read as "no attribute current_platform"). A
+    ``get`` from inside ``create`` on the same thread (a plugin reading current_platform at import or
+    detection time) raises instead of waiting forever for the lock that thread holds.
+    """
+
+    def __init__(self, create: Callable[[], Platform]) -> None:
+        self.create = create
+        self._lock = threading.Lock()
+        self._platform: Platform | None = None
+        self._resolving: int | None = None  # the thread inside create, if any
+
+    def get(self) -> Platform:
+        platform = self._platform
+        if platform is not None:
+            return platform
+        if self._resolving == threading.get_ident():
+            raise RuntimeError("current_platform was accessed while it is being resolved; a platform plugin "
+                               "must not read current_platform at import or detection time")
+        with self._lock:
+            if self._platform is None:  # another thread may have resolved it while we waited
+                self._resolving = threading.get_ident()
+                try:
+                    self._platform = self.create()
+                except AttributeError as exc:
+                    raise RuntimeError(f"resolving current_platform failed: {type(exc).__name__}: {exc}") from exc
+                finally:
+                    self._resolving = None
+            return self._platform
 
 
-def _resolve_current_platform() -> Platform:
-    global _current_platform, _resolving_thread
-    if _resolving_thread == threading.get_ident():
-        # A plugin module (or a detector) read current_platform while it is being resolved: waiting
-        # for our own lock would hang forever.
-        raise RuntimeError("current_platform was accessed while it is being resolved; a platform plugin "
-                           "must not read current_platform at import or detection time")
-    with _lock:
-        if _current_platform is None:  # another thread may have resolved it while we waited
-            _resolving_thread = threading.get_ident()
-            try:
-                qualname = resolve_current_platform_cls_qualname()
-                platform_cls = utils.resolve_obj_by_qualname(qualname)
-                platform_cls.prepare_process_env(os.environ)
-                _current_platform = platform_cls()
-            except AttributeError as exc:
-                # Escaping a module __getattr__, it would read as "no attribute current_platform".
-                raise RuntimeError(f"resolving current_platform failed: {type(exc).__name__}: {exc}") from exc
-            finally:
-                _resolving_thread = None
-        return _current_platform
+def _create_current_platform() -> Platform:
+    """Resolve the platform class (exercises 180 and 183 run here), let it prepare the process, build it."""
+    platform_cls = utils.resolve_obj_by_qualname(resolve_current_platform_cls_qualname())
+    platform_cls.prepare_process_env(os.environ)
+    return platform_cls()
+
+
+_current = LazyPlatform(_create_current_platform)
 
 
 def clear_current_platform() -> None:
-    """Forget the resolved platform, so the next access resolves again (tests, notebooks)."""
-    global _current_platform
-    with _lock:
-        _current_platform = None
+    """Forget the resolved platform, so the next access resolves again (tests, notebooks): a new
+    :class:`LazyPlatform`, the class looked up here at call time (``practice/judge.py engine`` swaps it)."""
+    global _current
+    _current = LazyPlatform(_create_current_platform)
 
 
 def __getattr__(name: str) -> Any:
     if name == "current_platform":
-        return _current_platform if _current_platform is not None else _resolve_current_platform()
+        return _current.get()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

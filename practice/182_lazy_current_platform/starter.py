@@ -1,49 +1,31 @@
-"""Exercise 182: a lazily resolved, cached, thread-safe ``current_platform``.
+"""Exercise 182: the lazily created, cached, thread-safe platform behind ``current_platform``.
 
-Fill in the TODOs. Keep the names: the tests use create_platform, _lock, clear_current_platform,
-__getattr__ and __dir__. Standard library only.
+Fill in the TODOs. Keep the names: the tests use LazyPlatform(create), its _lock and get().
+Standard library only.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from mini_platform.platforms import Platform
 
 
-class CpuPlatform:
-    device_type = "cpu"
+class LazyPlatform:
+    """The platform, created by ``create`` on the first ``get()`` and cached."""
 
+    def __init__(self, create: Callable[[], Platform]) -> None:
+        self.create = create
+        self._lock = threading.Lock()   # a plain (non-reentrant) lock: guard create() with it
+        self._platform = None           # the created platform, None until the first get()
 
-def create_platform() -> object:
-    """Build the platform object; the real engine applies the rules of exercise 180 here."""
-    return CpuPlatform()
-
-
-_lock = threading.Lock()               # a plain (non-reentrant) lock: guard create_platform() with it
-_platform: Optional[object] = None     # the resolved platform, None until the first access
-
-
-def clear_current_platform() -> None:
-    """Forget the resolved platform; the next access resolves again."""
-    global _platform
-    with _lock:
-        _platform = None
-
-
-def __getattr__(name: str) -> Any:
-    """Called only for names this module does not define.
-
-    "current_platform":
-      - already resolved: return it without touching the lock;
-      - otherwise take _lock, check again, call create_platform() once and cache the result;
-      - an exception leaves nothing cached; an AttributeError becomes a RuntimeError (chained);
-      - an access from inside create_platform() (same thread) raises RuntimeError, no deadlock.
-    Any other name: AttributeError naming it.
-    """
-    # TODO
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """The module's names plus "current_platform"."""
-    # TODO
-    return sorted(globals())
+    def get(self) -> Platform:
+        """The platform:
+          - already created: return it without touching self._lock;
+          - otherwise take self._lock, check again, call self.create() once and cache the result;
+          - an exception leaves nothing cached; an AttributeError becomes a RuntimeError (chained);
+          - a get() from inside create() (same thread) raises RuntimeError, no deadlock.
+        """
+        # TODO
+        raise NotImplementedError("TODO: implement LazyPlatform.get")

@@ -17,3 +17,20 @@ def attention_geometry(config: dict[str, Any]) -> dict[str, Any]:
     integer, head_dim cannot be derived exactly, or heads are not a multiple of KV heads.
     """
     raise NotImplementedError("TODO: implement attention_geometry")
+
+
+# ---------------------------------------------------------------- part two: the engine's rope_settings
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint asks for something the engine does not implement (here: a RoPE kind)."""
+
+
+# RoPE kind -> the keys it needs besides rope_theta.
+SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
+                        "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "yarn": ()}
+
+
+def rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """(rope_theta, scaling) from either spelling of a parsed config.json; scaling is None for plain RoPE,
+    else {"rope_type": kind, **the other keys}. See the statement's part two for the rules."""
+    raise NotImplementedError("TODO: implement rope_settings")

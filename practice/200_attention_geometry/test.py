@@ -127,3 +127,79 @@ def test_randomized_geometries():
         assert g["kind"] == ("MHA" if group == 1 else "MQA" if kv_heads == 1 else "GQA"), cfg
         assert g["qkv_rows"] == (heads + 2 * kv_heads) * head_dim, cfg
         assert g["kv_bytes_per_token"] == 2 * layers * kv_heads * head_dim * size, cfg
+
+
+# ---------------------------------------------------------------- part two: rope_settings
+
+def test_example_rope_settings():
+    assert sub.rope_settings({"rope_theta": 500000.0}) == (500000.0, None)
+    theta, scaling = sub.rope_settings({"max_position_embeddings": 131072, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
+    assert theta == 500000.0 and scaling == {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    with pytest.raises(sub.UnsupportedModelError, match="longrope"):
+        sub.rope_settings({"rope_scaling": {"rope_type": "longrope", "factor": 4.0}})
+
+
+def test_rope_settings_plain_rope_is_none_with_either_spelling():
+    for cfg in ({}, {"rope_scaling": None}, {"rope_scaling": {}}, {"rope_parameters": {"rope_type": "default"}},
+                {"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}, "rope_theta": 5.0},
+                {"rope_scaling": {"type": "default"}, "rope_theta": 42}):
+        theta, scaling = sub.rope_settings(cfg)
+        assert scaling is None and isinstance(theta, float), cfg
+    assert sub.rope_settings({})[0] == 10000.0
+    assert sub.rope_settings({"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}, "rope_theta": 5.0})[0] == 1e6
+    assert sub.rope_settings({"rope_scaling": {"type": "default"}, "rope_theta": 42}) == (42.0, None)
+
+
+def test_rope_settings_legacy_scaling_wins_and_type_is_read_and_dropped():
+    cfg = {"rope_theta": 7.0, "rope_scaling": {"type": "linear", "factor": 2.0},
+           "rope_parameters": {"rope_type": "default", "rope_theta": 9.0}}
+    before = {k: (dict(v) if isinstance(v, dict) else v) for k, v in cfg.items()}
+    assert sub.rope_settings(cfg) == (7.0, {"rope_type": "linear", "factor": 2.0})
+    assert cfg == before, "rope_settings must not change the config it reads"
+    both = {"rope_scaling": {"rope_type": "dynamic", "type": "dynamic", "factor": 3.0, "rope_theta": 11}}
+    assert sub.rope_settings(both) == (11.0, {"rope_type": "dynamic", "factor": 3.0})
+
+
+def test_rope_settings_fills_original_max_and_yarn_factor():
+    theta, scaling = sub.rope_settings({"max_position_embeddings": 4096,
+                                        "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 1024}})
+    assert scaling == {"rope_type": "yarn", "original_max_position_embeddings": 1024, "factor": 4.0}
+    _, scaling = sub.rope_settings({"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "yarn", "factor": 8.0}})
+    assert scaling == {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096}
+    _, scaling = sub.rope_settings({"rope_scaling": {"rope_type": "yarn", "factor": 8.0}})
+    assert scaling["original_max_position_embeddings"] == 2048
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    _, scaling = sub.rope_settings({"max_position_embeddings": 1000, "original_max_position_embeddings": 300,
+                                    "rope_scaling": dict(llama3, original_max_position_embeddings=200)})
+    assert scaling["original_max_position_embeddings"] == 300        # the top-level value first
+    _, scaling = sub.rope_settings({"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "max_position_embeddings": 9})
+    assert "original_max_position_embeddings" not in scaling          # only llama3 and yarn get it
+
+
+@pytest.mark.parametrize("cfg, error, words", [
+    ({"rope_theta": 0}, ValueError, ["rope_theta"]),
+    ({"rope_theta": -1.0}, ValueError, ["rope_theta"]),
+    ({"rope_theta": float("inf")}, ValueError, ["rope_theta"]),
+    ({"rope_theta": True}, ValueError, ["rope_theta"]),
+    ({"rope_theta": "1e4"}, ValueError, ["rope_theta"]),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 0.0}, "rope_theta": 10.0}, ValueError, ["rope_theta"]),
+    ({"rope_scaling": {"rope_type": "longrope"}}, sub.UnsupportedModelError, ["longrope"]),
+    ({"partial_rotary_factor": 0.5}, sub.UnsupportedModelError, ["partial_rotary_factor"]),
+    ({"rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}}, sub.UnsupportedModelError,
+     ["partial_rotary_factor"]),
+    ({"rope_scaling": {"rope_type": "linear"}}, ValueError, ["linear", "factor"]),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": None}}, ValueError,
+     ["llama3", "low_freq_factor", "high_freq_factor"]),
+])
+def test_rope_settings_errors(cfg, error, words):
+    with pytest.raises(error) as info:
+        sub.rope_settings(cfg)
+    assert all(w in str(info.value) for w in words), str(info.value)
+    assert issubclass(sub.UnsupportedModelError, ValueError)
+
+
+def test_rope_settings_partial_rotary_factor_one_is_fine():
+    assert sub.rope_settings({"partial_rotary_factor": 1.0}) == (10000.0, None)

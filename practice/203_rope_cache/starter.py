@@ -4,12 +4,20 @@ Fill in the TODOs.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from mini_platform.model.layers import rope_attention_factor, rope_inv_freq  # for `scaling` (given)
 
-def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float = 10000.0) -> torch.Tensor:
+
+def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
+                       scaling: dict[str, Any] | None = None) -> torch.Tensor:
     """[max_positions, head_dim] float32: cos(p * f_i) in the first half, sin(p * f_i) in the second,
-    with f_i = theta ** (-2i / head_dim). Odd head_dim -> ValueError."""
+    with f_i = 1 / theta ** (2i / head_dim) (computed as transformers does). Odd head_dim -> ValueError.
+
+    scaling None: plain RoPE. Otherwise f = rope_inv_freq(head_dim, theta, scaling) and the whole table
+    is multiplied by rope_attention_factor(scaling)."""
     raise NotImplementedError("TODO: implement rope_cos_sin_cache")
 
 

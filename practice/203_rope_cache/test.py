@@ -42,9 +42,36 @@ def test_cache_matches_the_formula():
     assert torch.equal(cache[0], torch.cat((torch.ones(8), torch.zeros(8))))
 
 
+def test_the_table_is_bit_for_bit_the_one_transformers_builds():
+    """transformers: inv_freq = 1 / base ** (arange(0, dim, 2) / dim) in fp32, then outer with the positions."""
+    for head_dim, positions, theta in ((16, 50, 10000.0), (64, 300, 500000.0), (128, 40, 1e6), (8, 7, 10.0)):
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        angles = torch.outer(torch.arange(positions).float(), inv_freq)
+        cache = sub.rope_cos_sin_cache(head_dim, positions, theta)
+        assert cache.dtype == torch.float32 and cache.shape == (positions, head_dim)
+        assert torch.equal(cache, torch.cat((angles.cos(), angles.sin()), dim=-1)), (head_dim, theta)
+        assert torch.equal(sub.rope_cos_sin_cache(head_dim, positions, theta, None), cache)
+
+
+@pytest.mark.parametrize("scaling", [
+    {"rope_type": "linear", "factor": 4.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 64},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
+])
+def test_scaling_takes_the_engines_frequencies_and_factor(scaling):
+    from mini_platform.model.layers import rope_attention_factor, rope_inv_freq
+    inv_freq = rope_inv_freq(32, 10000.0, scaling)
+    angles = torch.outer(torch.arange(100).float(), inv_freq)
+    expected = torch.cat((angles.cos(), angles.sin()), dim=-1) * rope_attention_factor(scaling)
+    cache = sub.rope_cos_sin_cache(32, 100, 10000.0, scaling)
+    torch.testing.assert_close(cache, expected, rtol=0, atol=1e-6)
+    assert not torch.allclose(cache, sub.rope_cos_sin_cache(32, 100, 10000.0)), "scaling changes the table"
+
+
 def test_odd_head_dim_is_rejected():
     with pytest.raises(ValueError):
-        sub.rope_cos_sin_cache(7, 4)
+        sub.rope_cos_sin_cache(7, 4, 10000.0)
 
 
 @pytest.mark.parametrize("neox", [True, False])
@@ -61,7 +88,7 @@ def test_randomized_against_complex_rotation(neox):
 
 
 def test_styles_differ():
-    cache = sub.rope_cos_sin_cache(8, 10)
+    cache = sub.rope_cos_sin_cache(8, 10, 10000.0)
     x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))
     pos = torch.tensor([1, 4, 9])
     assert not torch.allclose(sub.apply_rope(x, pos, cache, True), sub.apply_rope(x, pos, cache, False))
@@ -69,7 +96,7 @@ def test_styles_differ():
 
 def test_dot_product_depends_only_on_distance():
     gen = torch.Generator().manual_seed(7)
-    cache = sub.rope_cos_sin_cache(16, 64)
+    cache = sub.rope_cos_sin_cache(16, 64, 10000.0)
     q, k = torch.randn(1, 1, 16, generator=gen), torch.randn(1, 1, 16, generator=gen)
     dots = {}
     for m, n in ((5, 2), (20, 17), (40, 37), (3, 0)):
@@ -84,7 +111,7 @@ def test_dot_product_depends_only_on_distance():
 
 def test_keeps_dtype_and_computes_in_float32():
     gen = torch.Generator().manual_seed(3)
-    cache = sub.rope_cos_sin_cache(64, 4096)
+    cache = sub.rope_cos_sin_cache(64, 4096, 10000.0)
     x = torch.randn(4, 2, 64, generator=gen).to(torch.bfloat16)
     pos = torch.tensor([4000, 1, 2047, 3])
     out = sub.apply_rope(x, pos, cache)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from mini_platform.model.layers import AttentionFn
+
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
@@ -40,3 +42,15 @@ def decoder_layer(hidden: torch.Tensor, positions: torch.Tensor, weights: dict[s
     h = hidden + proj("self_attn.o_proj", attn)
     n2 = rms_norm(h, weights["post_attention_layernorm.weight"], eps)
     return h + proj("mlp.down_proj", F.silu(proj("mlp.gate_proj", n2)) * proj("mlp.up_proj", n2))
+
+
+def forward(self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None,
+            attention: AttentionFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """The engine's DecoderLayer.forward: returns (mlp output, residual); the layer's output is their sum."""
+    if residual is None:            # the first layer: the input itself is the residual stream
+        residual, hidden = hidden, self.input_layernorm(hidden)
+    else:                           # the previous layer's add, fused into this norm
+        hidden, residual = self.input_layernorm(hidden, residual)
+    hidden = self.self_attn(positions, hidden, attention)
+    hidden, residual = self.post_attention_layernorm(hidden, residual)
+    return getattr(self, self.mlp_name)(hidden), residual

@@ -3,6 +3,9 @@ import pytest
 import torch
 
 import submission as sub
+from mini_platform.model.layers import DecoderLayer
+
+ENGINE_FORWARD = DecoderLayer.forward   # taken before anything could swap it
 
 
 def random_layer(seed, hidden, inter, nh, nkv, hd, bias):
@@ -20,19 +23,18 @@ def random_layer(seed, hidden, inter, nh, nkv, hd, bias):
     return weights
 
 
-def engine_layer(hidden, positions, weights, config, arch):
-    """The engine's answer: mini_platform's DecoderLayer with the CPU kernels and the contiguous cache."""
-    from mini_platform import ops
+def built_layer(hidden_size, weights, config, arch, mlp_name="mlp"):
+    """mini_platform's DecoderLayer holding ``weights`` (the MLP under ``mlp_name``)."""
     from mini_platform.model.config import ModelConfig
-    from mini_platform.model.contiguous_attention import ContiguousAttention
-    from mini_platform.model.layers import DecoderLayer, RotaryEmbedding
+    from mini_platform.model.layers import DecoderLayer, RotaryEmbedding, SiluAndMulMLP
 
-    mc = ModelConfig.from_dict({"architectures": [arch], "vocab_size": 8, "hidden_size": hidden.shape[1],
+    mc = ModelConfig.from_dict({"architectures": [arch], "vocab_size": 8, "hidden_size": hidden_size,
                                 "intermediate_size": weights["mlp.up_proj.weight"].shape[0], "num_hidden_layers": 1,
                                 "max_position_embeddings": 256, **config})
     rotary = RotaryEmbedding(mc.head_dim, 256, mc.rope_theta, None)
-    layer = DecoderLayer(mc, 0, rotary, torch.float32)
+    layer = DecoderLayer(mc, 0, rotary, torch.float32, SiluAndMulMLP(mc, torch.float32), mlp_name)
     attn, mlp = "self_attn.{}_proj.", "mlp.{}_proj.weight"
+    dense = getattr(layer, mlp_name)
     with torch.no_grad():
         layer.input_layernorm.weight.copy_(weights["input_layernorm.weight"])
         layer.post_attention_layernorm.weight.copy_(weights["post_attention_layernorm.weight"])
@@ -40,11 +42,27 @@ def engine_layer(hidden, positions, weights, config, arch):
         if layer.self_attn.qkv_proj.bias is not None:
             layer.self_attn.qkv_proj.bias.copy_(torch.cat([weights[attn.format(p) + "bias"] for p in "qkv"]))
         layer.self_attn.o_proj.weight.copy_(weights[attn.format("o") + "weight"])
-        layer.mlp.gate_up_proj.weight.copy_(torch.cat([weights[mlp.format("gate")], weights[mlp.format("up")]]))
-        layer.mlp.down_proj.weight.copy_(weights[mlp.format("down")])
-        cache = ContiguousAttention(1, hidden.shape[0], mc.num_key_value_heads, mc.head_dim)
-        with ops.use_backend("cpu"):
-            out, residual = layer(positions, hidden, None, cache)
+        dense.gate_up_proj.weight.copy_(torch.cat([weights[mlp.format("gate")], weights[mlp.format("up")]]))
+        dense.down_proj.weight.copy_(weights[mlp.format("down")])
+    return layer
+
+
+def cache_for(layer, tokens):
+    from mini_platform.model.contiguous_attention import ContiguousAttention
+    return ContiguousAttention(1, tokens, layer.self_attn.num_kv_heads, layer.self_attn.head_dim)
+
+
+def run_layer(forward, layer, positions, hidden, residual):
+    """``forward`` (the engine's or the submission's) on the CPU kernels with a fresh contiguous cache."""
+    from mini_platform import ops
+    with torch.no_grad(), ops.use_backend("cpu"):
+        return forward(layer, positions, hidden, residual, cache_for(layer, hidden.shape[0]))
+
+
+def engine_layer(hidden, positions, weights, config, arch):
+    """The engine's answer: mini_platform's DecoderLayer with the CPU kernels and the contiguous cache."""
+    layer = built_layer(hidden.shape[1], weights, config, arch)
+    out, residual = run_layer(ENGINE_FORWARD, layer, positions, hidden, None)
     return out + residual
 
 
@@ -92,3 +110,63 @@ def test_causal():
     # RoPE encodes relative position: shifting every position by 5 changes nothing, spreading them does
     torch.testing.assert_close(sub.decoder_layer(x, torch.arange(6) + 5, weights, config), full, atol=1e-4, rtol=1e-4)
     assert not torch.allclose(sub.decoder_layer(x, torch.arange(6) * 3, weights, config), full, atol=1e-3)
+
+
+# ---------------------------------------------------------------- forward: the engine's DecoderLayer.forward
+
+CONFIG = {"num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 8, "rms_norm_eps": 1e-5, "rope_theta": 500.0}
+
+
+def layer_and_input(seed, arch="Qwen2ForCausalLM", mlp_name="mlp"):
+    weights = random_layer(seed, 48, 80, 6, 2, 8, arch == "Qwen2ForCausalLM")
+    x = torch.randn(5, 48, generator=torch.Generator().manual_seed(seed))
+    return built_layer(48, weights, CONFIG, arch, mlp_name), weights, x
+
+
+def test_example_forward_first_layer_returns_the_mlp_output_and_the_residual_stream():
+    layer, weights, x = layer_and_input(1)
+    positions = torch.arange(2, 7)
+    out, residual = run_layer(sub.forward, layer, positions, x, None)
+    assert out.shape == residual.shape == x.shape
+    expected = sub_free_decoder_layer(x, positions, weights)
+    torch.testing.assert_close(out + residual, expected, atol=1e-4, rtol=1e-4)
+    want_out, want_residual = run_layer(ENGINE_FORWARD, layer, positions, x, None)
+    torch.testing.assert_close(out, want_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(residual, want_residual, atol=1e-5, rtol=1e-5)
+
+
+def sub_free_decoder_layer(x, positions, weights):
+    """The statement's formula through the engine's DecoderLayer (independent of the submission)."""
+    return engine_layer(x, positions, weights, CONFIG, "Qwen2ForCausalLM")
+
+
+@pytest.mark.parametrize("arch", ["LlamaForCausalLM", "Qwen2ForCausalLM"])
+def test_forward_with_the_previous_layers_residual(arch):
+    layer, _, x = layer_and_input(2, arch)
+    residual = torch.randn(5, 48, generator=torch.Generator().manual_seed(22))
+    positions = torch.tensor([0, 1, 2, 9, 10])
+    got = run_layer(sub.forward, layer, positions, x, residual)
+    want = run_layer(ENGINE_FORWARD, layer, positions, x, residual)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_two_layers_chained_through_the_residual_equal_the_formula_twice():
+    first, w1, x = layer_and_input(3)
+    second, w2, _ = layer_and_input(4)
+    positions = torch.arange(5)
+    hidden, residual = run_layer(sub.forward, first, positions, x, None)
+    hidden, residual = run_layer(sub.forward, second, positions, hidden, residual)
+    once = engine_layer(x, positions, w1, CONFIG, "Qwen2ForCausalLM")
+    twice = engine_layer(once, positions, w2, CONFIG, "Qwen2ForCausalLM")
+    torch.testing.assert_close(hidden + residual, twice, atol=1e-4, rtol=1e-4)
+
+
+def test_forward_finds_the_mlp_under_its_checkpoint_name():
+    layer, _, x = layer_and_input(5, mlp_name="block_sparse_moe")   # Mixtral's name for its expert block
+    assert not hasattr(layer, "mlp")
+    positions = torch.arange(5)
+    got = run_layer(sub.forward, layer, positions, x, None)
+    want = run_layer(ENGINE_FORWARD, layer, positions, x, None)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)

@@ -1,42 +1,62 @@
-"""Exercise 232: the index arithmetic of npu_moe_init_routing (v1) and npu_moe_init_routing_v2 (solution)."""
+"""Exercise 232: torch_npu's npu_moe_init_routing (v1) and npu_moe_init_routing_v2, as the engine's emulation (solution)."""
 from __future__ import annotations
 
+from typing import Sequence
 
-def _flatten(topk_ids: list[list[int]]) -> tuple[list[int], int, int]:
-    """Row-major flattening, with N and K; checks that all rows have K entries."""
-    n = len(topk_ids)
-    k = len(topk_ids[0]) if topk_ids else 0
-    if any(len(row) != k for row in topk_ids):
-        raise ValueError("every row of topk_ids must hold the same number of choices")
-    return [e for row in topk_ids for e in row], n, k
+import torch
 
 
-def init_routing_v1(topk_ids: list[list[int]]) -> tuple[list[int], list[int], list[int]]:
-    flat, n, k = _flatten(topk_ids)
-    if any(e < 0 for e in flat):
-        raise ValueError("expert ids must be >= 0")
-    row_idx = [j * n + t for t in range(n) for j in range(k)]        # row_idx[t][j], flattened row by row
-    order = sorted(range(n * k), key=lambda i: flat[i])               # Python's sort is stable
-    src = [row_idx[i] for i in order]
-    expanded_row_idx = [0] * (n * k)
-    for d, s in enumerate(src):
-        expanded_row_idx[s] = d
-    return [s % n for s in src], expanded_row_idx, [flat[i] for i in order]
+def npu_moe_init_routing(x: torch.Tensor, row_idx: torch.Tensor, expert_idx: torch.Tensor,
+                         active_num: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    for name, t in (("row_idx", row_idx), ("expert_idx", expert_idx)):
+        if t.dtype != torch.int32:
+            raise TypeError(f"{name} must be int32, got {t.dtype}")
+    if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0] or row_idx.shape != expert_idx.shape:
+        raise ValueError(f"x must be [N, H] and row_idx, expert_idx [N, K]; got {tuple(x.shape)}, "
+                         f"{tuple(row_idx.shape)}, {tuple(expert_idx.shape)}")
+    n, k = expert_idx.shape
+    experts = expert_idx.reshape(-1)
+    order = torch.argsort(experts, stable=True)                  # sorted row d holds pair order[d] (t*K + j)
+    src = row_idx.reshape(-1)[order].long()                      # ... whose row_idx number is src[d]
+    expanded_row_idx = torch.empty(n * k, dtype=torch.int32, device=x.device)
+    expanded_row_idx[src] = torch.arange(n * k, dtype=torch.int32, device=x.device)
+    expanded_x = x[src[:min(active_num, n) * k] % n]
+    return expanded_x, expanded_row_idx, experts[order]
 
 
-def init_routing_v2(topk_ids: list[list[int]], num_experts: int,
-                    active_expert_range: list[int] | None = None) -> tuple[list[int], list[int], list[int]]:
-    flat, n, k = _flatten(topk_ids)
-    if any(not 0 <= e < num_experts for e in flat):
-        raise ValueError(f"expert ids must lie in [0, {num_experts})")
-    start, end = active_expert_range if active_expert_range is not None else (0, num_experts)
-    if not 0 <= start < end <= num_experts:
-        raise ValueError(f"active_expert_range must satisfy 0 <= start < end <= {num_experts}, got {[start, end]}")
-    order = sorted((i for i in range(n * k) if start <= flat[i] < end), key=lambda i: flat[i])
-    expanded_row_idx = [-1] * (n * k)
-    for d, i in enumerate(order):
-        expanded_row_idx[i] = d
-    counts = [0] * (end - start)
-    for i in order:
-        counts[flat[i] - start] += 1
-    return [i // k for i in order], expanded_row_idx, counts
+def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale: torch.Tensor | None = None,
+                            offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
+                            expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
+                            expert_tokens_num_flag: bool = False, quant_mode: int = -1,
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    if expert_idx.dtype != torch.int32:
+        raise TypeError(f"expert_idx must be int32, got {expert_idx.dtype}")
+    if scale is not None or offset is not None or quant_mode != -1 or drop_pad_mode != 0 or row_idx_type != 0 \
+            or expert_tokens_num_type not in (0, 1):
+        raise NotImplementedError("only the dropless, unquantised call with a gather index and cumsum/count tokens")
+    if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
+        raise ValueError(f"x must be [N, H] and expert_idx [N, K], got {tuple(x.shape)} and {tuple(expert_idx.shape)}")
+    start, end = list(active_expert_range) or [0, expert_num]
+    if expert_num < 0 or not 0 <= start <= end <= expert_num:
+        raise ValueError(f"need 0 <= start <= end <= expert_num, got range {list(active_expert_range)} "
+                         f"and expert_num={expert_num}")
+    n, k = expert_idx.shape
+    experts = expert_idx.reshape(-1).long()
+    if experts.numel() and (int(experts.min()) < 0 or int(experts.max()) >= expert_num):
+        raise ValueError(f"expert ids must lie in [0, expert_num={expert_num})")
+    device = x.device
+    valid = (experts >= start) & (experts < end)
+    pairs = torch.nonzero(valid).flatten()                         # t*K + j of the pairs in range, ascending
+    pairs = pairs[torch.argsort(experts[pairs], stable=True)]     # by expert, then by pair
+    expanded_row_idx = torch.full((n * k,), -1, dtype=torch.int32, device=device)
+    expanded_row_idx[pairs] = torch.arange(pairs.numel(), dtype=torch.int32, device=device)
+    counts = torch.bincount(experts[pairs] - start, minlength=end - start)
+    tokens = torch.cumsum(counts, 0) if expert_tokens_num_type == 0 else counts
+    if not expert_tokens_num_flag:
+        tokens = torch.zeros(0, dtype=torch.int64, device=device)
+    rows = n * k if active_num in (-1, 0) else min(active_num, n * k)
+    filled = min(rows, pairs.numel())
+    expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)
+    expanded_x[:filled] = x[pairs[:filled] // k]
+    return expanded_x, expanded_row_idx, tokens.to(torch.int64), torch.zeros(n, dtype=torch.float32, device=device)

@@ -1,15 +1,18 @@
 """Exercise 233: an expert-parallel rank's expert_map (linear and round-robin placement). Keep the names."""
 from __future__ import annotations
 
-
-def determine_expert_map(ep_size: int, ep_rank: int, global_num_experts: int,
-                         strategy: str = "linear") -> tuple[int, list[int] | None]:
-    """(local_num_experts, expert_map with -1 for experts on other ranks), or (E, None) when ep_size == 1."""
-    # TODO: validate; base, rem; how many experts this rank owns; which ones (linear / round_robin)
-    raise NotImplementedError("determine_expert_map")
+import torch
 
 
-def localize_topk_ids(topk_ids: list[list[int]], expert_map: list[int] | None) -> list[list[int]]:
-    """Global expert ids -> local indices (-1 when the expert is on another rank)."""
+def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
+    """int32 [num_experts]: this rank's experts numbered 0.. in global order, -1 for the others."""
+    # TODO: validate ep_rank and placement
+    # TODO: which experts this rank owns (linear: contiguous, the remainder to the first ranks; round_robin)
+    # TODO: number them 0, 1, ... in increasing global order; -1 elsewhere; int32
+    raise NotImplementedError("expert_map_for_rank")
+
+
+def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
+    """int64 [num_experts]: the rank that owns each expert."""
     # TODO
-    raise NotImplementedError("localize_topk_ids")
+    raise NotImplementedError("expert_owners")

@@ -1,70 +1,68 @@
-"""Tests of exercise 233: determine_expert_map and localize_topk_ids."""
+"""Tests of exercise 233: expert_map_for_rank and expert_owners."""
 import random
 
 import pytest
+import torch
 
 import submission as sub
 
 
+def as_list(num_experts, ep_size, ep_rank, placement="linear"):
+    got = sub.expert_map_for_rank(num_experts, ep_size, ep_rank, placement)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.int32 and got.shape == (num_experts,)
+    return got.tolist()
+
+
 def test_example_linear():
-    assert sub.determine_expert_map(3, 0, 8) == (3, [0, 1, 2, -1, -1, -1, -1, -1])
-    assert sub.determine_expert_map(3, 1, 8) == (3, [-1, -1, -1, 0, 1, 2, -1, -1])
-    assert sub.determine_expert_map(3, 2, 8) == (2, [-1, -1, -1, -1, -1, -1, 0, 1])
+    assert as_list(8, 3, 0) == [0, 1, 2, -1, -1, -1, -1, -1]
+    assert as_list(8, 3, 1) == [-1, -1, -1, 0, 1, 2, -1, -1]
+    assert as_list(8, 3, 2) == [-1, -1, -1, -1, -1, -1, 0, 1]
 
 
 def test_example_round_robin():
-    assert sub.determine_expert_map(3, 1, 8, "round_robin") == (3, [-1, 0, -1, -1, 1, -1, -1, 2])
-    assert sub.determine_expert_map(3, 2, 8, "round_robin") == (2, [-1, -1, 0, -1, -1, 1, -1, -1])
+    assert as_list(8, 3, 1, "round_robin") == [-1, 0, -1, -1, 1, -1, -1, 2]
+    assert as_list(8, 3, 2, "round_robin") == [-1, -1, 0, -1, -1, 1, -1, -1]
 
 
-def test_example_no_split_and_localize():
-    assert sub.determine_expert_map(1, 0, 8) == (8, None)
-    assert sub.localize_topk_ids([[6, 0], [7, 3]], [-1, -1, -1, -1, -1, -1, 0, 1]) == [[0, -1], [1, -1]]
+def test_one_rank_owns_everything():
+    assert as_list(4, 1, 0) == [0, 1, 2, 3]
+    assert as_list(4, 1, 0, "round_robin") == [0, 1, 2, 3]
 
 
-def test_localize_without_map_is_a_copy():
-    ids = [[1, 2]]
-    got = sub.localize_topk_ids(ids, None)
-    assert got == [[1, 2]]
-    got[0][0] = 9
-    assert ids == [[1, 2]]
+def test_example_owners():
+    owners = sub.expert_owners(8, 3)
+    assert owners.dtype == torch.int64 and owners.tolist() == [0, 0, 0, 1, 1, 1, 2, 2]
+    assert sub.expert_owners(8, 3, "round_robin").tolist() == [0, 1, 2, 0, 1, 2, 0, 1]
 
 
 def test_fewer_experts_than_ranks():
-    assert sub.determine_expert_map(4, 3, 2) == (0, [-1, -1])
-    assert sub.determine_expert_map(4, 1, 2, "round_robin") == (1, [-1, 0])
+    assert as_list(2, 4, 3) == [-1, -1]
+    assert as_list(2, 4, 1, "round_robin") == [-1, 0]
+    assert sub.expert_owners(2, 4).tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("args", [(0, 0, 8), (2, 2, 8), (2, -1, 8), (2, 0, 8, "random")])
+@pytest.mark.parametrize("args", [(8, 0, 0), (8, 2, 2), (8, 2, -1), (8, 2, 0, "random")])
 def test_bad_input_raises(args):
     with pytest.raises(ValueError):
-        sub.determine_expert_map(*args)
+        sub.expert_map_for_rank(*args)
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_every_choice_is_computed_exactly_once(seed):
+def test_every_expert_has_exactly_one_owner(seed):
     rng = random.Random(seed)
     ep_size = rng.randint(2, 6)
     num_experts = rng.randint(ep_size, 20)
-    strategy = ["linear", "round_robin"][seed % 2]
-    maps = [sub.determine_expert_map(ep_size, r, num_experts, strategy) for r in range(ep_size)]
-    sizes = [n for n, _ in maps]
-    assert sorted(sizes, reverse=True) == sizes and sum(sizes) == num_experts and max(sizes) - min(sizes) <= 1
-    for g in range(num_experts):
-        owners = [r for r, (_, m) in enumerate(maps) if m[g] != -1]
-        assert len(owners) == 1
-        r = owners[0]
-        if strategy == "round_robin":
-            assert r == g % ep_size and maps[r][1][g] == g // ep_size
-    for n, m in maps:
-        assert sorted(v for v in m if v != -1) == list(range(n))
-        owned = [g for g in range(num_experts) if m[g] != -1]
-        assert [m[g] for g in owned] == list(range(n))                      # local order follows global order
-        if strategy == "linear" and owned:
-            assert owned == list(range(owned[0], owned[0] + n))
-    topk_ids = [rng.sample(range(num_experts), min(2, num_experts)) for _ in range(7)]
-    local = [sub.localize_topk_ids(topk_ids, m) for _, m in maps]
-    for t, row in enumerate(topk_ids):
-        for j, g in enumerate(row):
-            hits = [r for r in range(ep_size) if local[r][t][j] != -1]
-            assert len(hits) == 1 and local[hits[0]][t][j] == maps[hits[0]][1][g]
+    placement = ["linear", "round_robin"][seed % 2]
+    maps = [as_list(num_experts, ep_size, r, placement) for r in range(ep_size)]
+    base, rem = divmod(num_experts, ep_size)
+    owners = sub.expert_owners(num_experts, ep_size, placement).tolist()
+    for r, m in enumerate(maps):
+        owned = [g for g in range(num_experts) if m[g] >= 0]
+        assert len(owned) == base + (r < rem)
+        assert [m[g] for g in owned] == list(range(len(owned)))          # local indices in global order
+        assert all(owners[g] == r for g in owned)
+        if placement == "linear":
+            assert owned == list(range(owned[0], owned[0] + len(owned))) if owned else True
+        else:
+            assert owned == list(range(r, num_experts, ep_size))
+    assert sorted(g for m in maps for g in range(num_experts) if m[g] >= 0) == list(range(num_experts))

@@ -42,11 +42,27 @@ def test_dtype_follows_rows():
     torch.testing.assert_close(out.float(), torch.tensor([[106., 101.], [1., 0.25]]))
 
 
+def test_modes_1_and_3_index_like_0_and_2():
+    for mode, like in ((1, 0), (3, 2)):
+        torch.testing.assert_close(
+            sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=mode),
+            sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=like))
+
+
+def test_dropped_pair_adds_nothing():
+    # (i=1, k=1) was dropped (-1): only its other choice counts, and no row is read for it
+    src_to_dst = torch.tensor([2, 0, 3, -1], dtype=torch.int32)
+    out = sub.npu_moe_finalize_routing(ROWS, None, None, None, SCALES, src_to_dst, None, drop_pad_mode=0)
+    torch.testing.assert_close(out, torch.tensor([[6., 1.], [1., 0.]]))
+
+
 def test_bad_input_raises():
     with pytest.raises(ValueError):
         sub.npu_moe_finalize_routing(ROWS, None, SKIP1, None, SCALES, SRC_TO_DST, None)
     with pytest.raises(ValueError):
-        sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=1)
+        sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=4)
+    with pytest.raises(ValueError):
+        sub.npu_moe_finalize_routing(ROWS, None, None, None, None, torch.tensor([0, 1, 2], dtype=torch.int32), None, k=2)
     with pytest.raises(ValueError):
         sub.npu_moe_finalize_routing(ROWS, SKIP1, None, torch.zeros(3, 2), SCALES, SRC_TO_DST, None)
 

@@ -1,4 +1,5 @@
-"""Tests of exercise 237: the grouped GEMM kernel, through the complete host code.
+"""Tests of exercise 237: the grouped GEMM kernel, launched by the engine's own host code with the
+submission's kernel put in the engine's place (as practice/judge.py engine does).
 
 Without a GPU the kernel runs in the Triton interpreter; TRITON_INTERPRET must be set before the
 submission's @triton.jit runs, hence before the import below.
@@ -11,15 +12,34 @@ if not os.path.exists("/dev/nvidia0"):
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from submission import grouped_gemm  # noqa: E402
+import submission as sub  # noqa: E402
+from mini_platform.ops.cpu import moe as cpu_moe  # noqa: E402
+from mini_platform.ops.triton import moe  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
 
 
-def run(a, b, ids, weights=None, expert_map=None, **kwargs):
-    """grouped_gemm on DEVICE (the GPU when there is one, else the CPU under the interpreter); result on the CPU."""
-    moved = [None if t is None else t.to(DEVICE) for t in (a, b, ids, weights, expert_map)]
-    return grouped_gemm(*moved, **kwargs).cpu()
+@pytest.fixture(autouse=True)
+def learners_kernel(monkeypatch):
+    monkeypatch.setattr(moe, "fused_moe_kernel", sub.fused_moe_kernel)
+
+
+def grouped_gemm(a, b, topk_ids, topk_weights=None, expert_map=None, block_m=16, block_n=16, block_k=16, group_m=1,
+                 num_post=None):
+    """c [T*K, N] (NaN where nothing was written): row t*K+j = (w *) a[t] @ b[local expert]^T, on DEVICE."""
+    a, b, topk_ids = a.to(DEVICE), b.contiguous().to(DEVICE), topk_ids.to(DEVICE)
+    num_tokens, top_k = topk_ids.shape
+    num_experts = b.shape[0] if expert_map is None else expert_map.numel()
+    emap = None if expert_map is None else expert_map.to(DEVICE)
+    sorted_ids, expert_ids, post = moe.moe_align_block_size(topk_ids, block_m, num_experts, emap)
+    if num_post is not None:
+        post = torch.tensor([num_post], dtype=torch.int32, device=DEVICE)
+    c = torch.full((num_tokens * top_k, b.shape[1]), float("nan"), dtype=a.dtype, device=DEVICE)
+    weights = (topk_weights if topk_weights is not None else torch.ones(num_tokens, top_k)).float().contiguous()
+    config = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": group_m}
+    moe.invoke_fused_moe_kernel(a, b, c, weights.to(DEVICE), sorted_ids, expert_ids, post, top_k,
+                                topk_weights is not None, config)
+    return c.cpu()
 
 
 def reference(a, b, topk_ids, topk_weights=None, expert_map=None):
@@ -39,8 +59,8 @@ def test_example():
     a = torch.tensor([[1., 2.], [3., 4.]])
     b = torch.stack([torch.eye(2), 2 * torch.eye(2)])            # expert 0: identity, expert 1: doubles
     ids = torch.tensor([[1], [0]], dtype=torch.int32)
-    torch.testing.assert_close(run(a, b, ids), torch.tensor([[2., 4.], [3., 4.]]))
-    torch.testing.assert_close(run(a, b, ids, torch.tensor([[0.5], [1.0]])), torch.tensor([[1., 2.], [3., 4.]]))
+    torch.testing.assert_close(grouped_gemm(a, b, ids), torch.tensor([[2., 4.], [3., 4.]]))
+    torch.testing.assert_close(grouped_gemm(a, b, ids, torch.tensor([[0.5], [1.0]])), torch.tensor([[1., 2.], [3., 4.]]))
 
 
 def random_case(seed, tokens, top_k, num_experts, hidden, n, dtype=torch.float32):
@@ -53,34 +73,56 @@ def random_case(seed, tokens, top_k, num_experts, hidden, n, dtype=torch.float32
     return a, b, ids, weights
 
 
-@pytest.mark.parametrize("seed, tokens, top_k, num_experts, hidden, n, block_m", [
-    (0, 5, 2, 4, 16, 16, 16),      # whole blocks in K and N
-    (1, 9, 2, 6, 20, 24, 16),      # K and N not multiples of 16: masks
-    (2, 12, 3, 8, 37, 40, 32),     # three choices per token, BLOCK_M 32
-    (3, 1, 1, 3, 8, 5, 16),        # one token, tiny shapes
+@pytest.mark.parametrize("seed, tokens, top_k, num_experts, hidden, n, block_m, group_m", [
+    (0, 5, 2, 4, 16, 16, 16, 1),      # whole blocks in K and N
+    (1, 9, 2, 6, 20, 40, 16, 1),      # K and N not multiples of 16: masks; three column blocks
+    (2, 12, 3, 8, 37, 40, 32, 8),     # three choices per token, BLOCK_M 32, grouped ordering
+    (3, 1, 1, 3, 8, 5, 16, 4),        # one token, tiny shapes
 ])
-def test_random_weighted(seed, tokens, top_k, num_experts, hidden, n, block_m):
+def test_random_weighted(seed, tokens, top_k, num_experts, hidden, n, block_m, group_m):
     a, b, ids, weights = random_case(seed, tokens, top_k, num_experts, hidden, n)
-    got = run(a, b, ids, weights, block_m=block_m)
+    got = grouped_gemm(a, b, ids, weights, block_m=block_m, group_m=group_m)
     torch.testing.assert_close(got.double(), reference(a, b, ids, weights), atol=1e-5, rtol=1e-5)
 
 
-def test_unweighted():
+def test_unweighted_with_two_k_blocks():
     a, b, ids, _ = random_case(4, 7, 2, 5, 24, 20)
-    torch.testing.assert_close(run(a, b, ids).double(), reference(a, b, ids), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grouped_gemm(a, b, ids, block_k=8).double(), reference(a, b, ids), atol=1e-5, rtol=1e-5)
 
 
 def test_expert_map_zeros_for_experts_elsewhere():
     a, b, ids, weights = random_case(5, 8, 2, 6, 20, 18)
     expert_map = torch.tensor([-1, 0, -1, 1, 2, -1], dtype=torch.int32)
     local_b = b[[1, 3, 4]]
-    got = run(a, local_b, ids, weights, expert_map)
+    got = grouped_gemm(a, local_b, ids, weights, expert_map)
     assert not torch.isnan(got).any()
     torch.testing.assert_close(got.double(), reference(a, local_b, ids, weights, expert_map), atol=1e-5, rtol=1e-5)
 
 
-def test_bf16_upcast():
+def test_blocks_past_num_tokens_post_padded_write_nothing():
+    # expert 0 fills block 0 exactly, expert 1 block 1; told that only one block is used, block 1 stays unwritten
+    a = torch.arange(8.).view(4, 2)
+    b = torch.stack([torch.eye(2), torch.eye(2)])
+    ids = torch.tensor([[0], [0], [1], [1]], dtype=torch.int32)
+    got = grouped_gemm(a, b, ids, block_m=2, num_post=2)
+    torch.testing.assert_close(got[:2], a[:2])
+    assert torch.isnan(got[2:]).all()
+
+
+def test_bf16_in_and_out():
     a, b, ids, weights = random_case(6, 6, 2, 4, 32, 32, dtype=torch.bfloat16)
-    got = run(a, b, ids, weights)
+    got = grouped_gemm(a, b, ids, weights)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.double(), reference(a, b, ids, weights), atol=2e-2, rtol=2e-2)
+
+
+def test_the_triton_fused_experts_equals_the_specification():
+    # the whole Triton MoE (two launches, SwiGLU between them) against the CPU expert loop
+    g = torch.Generator().manual_seed(7)
+    hidden, inter, num_experts, tokens, top_k = 16, 24, 4, 6, 2
+    x = torch.randn(tokens, hidden, generator=g)
+    w13 = torch.randn(num_experts, 2 * inter, hidden, generator=g) / hidden ** 0.5
+    w2 = torch.randn(num_experts, hidden, inter, generator=g) / inter ** 0.5
+    weights, ids = cpu_moe.moe_topk_softmax(torch.randn(tokens, num_experts, generator=g), top_k, True)
+    got = moe.fused_experts(x.to(DEVICE), w13.to(DEVICE), w2.to(DEVICE), weights.to(DEVICE), ids.to(DEVICE)).cpu()
+    torch.testing.assert_close(got, cpu_moe.fused_experts(x, w13, w2, weights, ids), atol=1e-5, rtol=1e-5)

@@ -1,82 +1,76 @@
-"""Tests of exercise 240: the capture-size schedule and the padded-size lookup."""
+"""Tests of exercise 240: which batch sizes get a full decode graph."""
 import random
 
 import pytest
 
-from submission import capture_sizes, padded_size
-
-SIZES = [1, 2, 4, 8, 16, 24, 32, 40]
+from submission import decode_capture_sizes
 
 
 def test_example_default_schedule():
-    assert capture_sizes(max_num_seqs=20, max_num_batched_tokens=2048) == SIZES
-    assert capture_sizes(max_num_seqs=256, max_num_batched_tokens=8192)[-3:] == [496, 504, 512]
+    assert decode_capture_sizes(max_num_seqs=20, max_num_batched_tokens=2048) == [1, 2, 4, 8, 16]
+    assert decode_capture_sizes(max_num_seqs=1000, max_num_batched_tokens=100_000)[-3:] == [496, 504, 512]
 
 
 def test_example_user_sizes():
-    assert capture_sizes(8, 2048, user_sizes=[16, 4, 4, 1]) == [1, 4, 16]
+    assert decode_capture_sizes(8, 2048, user_sizes=[16, 4, 4, 1]) == [1, 4]
+    with pytest.raises(ValueError, match="max_num_batched_tokens"):
+        decode_capture_sizes(8, 64, user_sizes=[4, 128])
 
 
-def test_example_padded_size():
-    assert (padded_size(3, SIZES), padded_size(8, SIZES), padded_size(17, SIZES), padded_size(41, SIZES)) == \
-        (4, 8, 24, None)
-
-
-def test_largest_default_size_is_included_when_a_multiple_of_8():
-    assert capture_sizes(4, 1000) == [1, 2, 4, 8]
-    assert capture_sizes(12, 1000)[-1] == 24
+def test_n_itself_is_a_size_when_a_multiple_of_8():
+    assert decode_capture_sizes(600, 100_000)[-1] == 512
+    assert decode_capture_sizes(300, 100_000)[-1] == 296
 
 
 def test_default_is_capped_at_512():
-    sizes = capture_sizes(1024, 100_000)
+    sizes = decode_capture_sizes(1024, 100_000)
     assert sizes[-1] == 512 and len(sizes) == 3 + 64
 
 
-def test_1_2_4_stay_even_when_n_is_smaller():
-    assert capture_sizes(1, 1000) == [1, 2, 4]
-    assert capture_sizes(2, 1000) == [1, 2, 4]
-    assert capture_sizes(1, 2) == [1, 2]
+def test_sizes_stay_at_most_max_num_seqs():
+    assert decode_capture_sizes(1, 2048) == [1]
+    assert decode_capture_sizes(3, 2048) == [1, 2]
+    assert decode_capture_sizes(8, 2048) == [1, 2, 4, 8]
+    assert decode_capture_sizes(6, 2048, user_sizes=[16, 2, 4, 8, 6]) == [2, 4, 6]
 
 
 def test_default_respects_the_token_budget():
-    assert capture_sizes(256, 20) == [1, 2, 4, 8, 16]
+    assert decode_capture_sizes(256, 20) == [1, 2, 4, 8, 16]
+    assert decode_capture_sizes(64, 4) == [1, 2, 4]
 
 
-def test_user_sizes_ignore_n_but_respect_the_budget():
-    assert capture_sizes(2, 100, user_sizes=[64, 200, 8]) == [8, 64]
+def test_user_sizes_are_deduplicated_sorted_and_left_alone():
+    user = [64, 8, 64, 2]
+    assert decode_capture_sizes(100, 1000, user_sizes=user) == [2, 8, 64]
+    assert user == [64, 8, 64, 2]
 
 
-def test_user_sizes_errors():
+@pytest.mark.parametrize("bad", [[], [4, 0], [2, -8], [2, True]])
+def test_bad_user_sizes_raise(bad):
     with pytest.raises(ValueError):
-        capture_sizes(8, 100, user_sizes=[4, 0])
-    with pytest.raises(ValueError):
-        capture_sizes(8, 100, user_sizes=[128, 256])
+        decode_capture_sizes(8, 100, user_sizes=bad)
 
 
-def test_padded_size_boundaries():
-    assert [padded_size(n, SIZES) for n in (1, 2, 4, 5, 9, 40)] == [1, 2, 4, 8, 16, 40]
-    assert padded_size(1000, SIZES) is None
-    with pytest.raises(ValueError):
-        padded_size(0, SIZES)
+def test_a_user_size_above_the_budget_is_an_error_not_dropped():
+    with pytest.raises(ValueError, match="max_num_batched_tokens"):
+        decode_capture_sizes(256, 100, user_sizes=[8, 101])
+    assert decode_capture_sizes(256, 100, user_sizes=[8, 100]) == [8, 100]
 
 
-def test_padded_size_with_one_size():
-    assert padded_size(1, [7]) == 7 and padded_size(7, [7]) == 7 and padded_size(8, [7]) is None
+def test_nothing_left_for_max_num_seqs_raises():
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        decode_capture_sizes(2, 2048, user_sizes=[4, 8])
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_schedules_and_lookups(seed):
+def test_random_schedules(seed):
     rng = random.Random(seed)
     for _ in range(40):
-        seqs, budget = rng.randint(1, 400), rng.randint(1, 1200)
+        seqs, budget = rng.randint(1, 700), rng.randint(1, 1200)
         n = min(2 * seqs, 512)
-        want = [s for s in [1, 2, 4] + [8 * i for i in range(1, n // 8 + 1)] if s <= budget]
-        got = capture_sizes(seqs, budget)
-        assert got == want, (seqs, budget)
+        want = [s for s in [1, 2, 4] + [8 * i for i in range(1, n // 8 + 1)] if s <= budget and s <= seqs]
+        assert decode_capture_sizes(seqs, budget) == want, (seqs, budget)
         user = [rng.randint(1, 300) for _ in range(rng.randint(1, 12))]
-        fitting = sorted({s for s in user if s <= budget})
-        if fitting:
-            assert capture_sizes(seqs, budget, user_sizes=list(user)) == fitting
-        for num in range(1, (got[-1] + 3)):
-            bigger = [s for s in got if s >= num]
-            assert padded_size(num, got) == (bigger[0] if bigger else None), (num, got)
+        kept = sorted({s for s in user if s <= seqs})
+        if max(user) <= budget and kept:
+            assert decode_capture_sizes(seqs, budget, user_sizes=list(user)) == kept, (seqs, budget, user)

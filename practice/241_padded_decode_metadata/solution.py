@@ -1,33 +1,27 @@
-"""Exercise 241: padding the inputs of a decode batch (solution)."""
+"""Exercise 241: pad a decode step up to a capture size (solution)."""
 from __future__ import annotations
 
-DecodeRequest = tuple[int, int, list[int]]  # (token_id, position, block_table)
+import dataclasses
+
+from mini_platform.model_runner import StepInput
 
 
-def pad_decode_metadata(requests: list[DecodeRequest], padded_size: int, block_size: int,
-                        max_blocks: int) -> dict[str, list]:
-    num_reqs = len(requests)
-    if num_reqs == 0:
-        raise ValueError("a decode batch needs at least one request")
-    if num_reqs > padded_size:
-        raise ValueError(f"{num_reqs} requests do not fit a graph of size {padded_size}")
-    pad = padded_size - num_reqs
-    out: dict[str, list] = {"input_ids": [], "positions": [], "slot_mapping": [], "seq_lens": [],
-                            "block_tables": []}
-    for token_id, position, table in requests:
-        if len(table) > max_blocks:
-            raise ValueError(f"block table {table} is longer than max_blocks={max_blocks}")
-        if position // block_size >= len(table):
-            raise ValueError(f"position {position} is outside block table {table} (block_size {block_size})")
-        out["input_ids"].append(token_id)
-        out["positions"].append(position)
-        out["slot_mapping"].append(table[position // block_size] * block_size + position % block_size)
-        out["seq_lens"].append(position + 1)
-        out["block_tables"].append(table + [0] * (max_blocks - len(table)))
-    out["input_ids"] += [0] * pad
-    out["positions"] += [0] * pad
-    out["slot_mapping"] += [-1] * pad
-    out["seq_lens"] += [0] * pad
-    out["block_tables"] += [[0] * max_blocks for _ in range(pad)]
-    out["query_start_loc"] = list(range(num_reqs + 1)) + [num_reqs] * pad
-    return out
+def pad_decode_step(step: StepInput, size: int) -> StepInput:
+    num_seqs = len(step.seq_lens)
+    if any(n != 1 for n in step.query_lens):
+        raise ValueError(f"only a decode step is padded for a graph, got query_lens {step.query_lens}")
+    if num_seqs > size:
+        raise ValueError(f"{num_seqs} requests do not fit a graph of size {size}")
+    pad = size - num_seqs
+    width = max((len(row) for row in step.block_tables), default=0)
+    return dataclasses.replace(
+        step,
+        input_ids=step.input_ids + [0] * pad,
+        positions=step.positions + [0] * pad,
+        slot_mapping=step.slot_mapping + [-1] * pad,
+        block_tables=step.block_tables + [[0] * width for _ in range(pad)],
+        seq_lens=step.seq_lens + [0] * pad,
+        query_lens=step.query_lens + [1] * pad,
+        sample_rows=list(step.sample_rows),
+        max_query_len=1,
+    )

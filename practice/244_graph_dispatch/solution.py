@@ -1,26 +1,13 @@
-"""Exercise 244: which graph a step may replay (solution)."""
+"""Exercise 244: which graph a step replays, or None for eager (solution)."""
 from __future__ import annotations
 
 import bisect
 
-GENERAL_GRAPHS = {"NONE": None, "PIECEWISE": "PIECEWISE", "FULL": "FULL", "FULL_DECODE_ONLY": None,
-                  "FULL_AND_PIECEWISE": "PIECEWISE"}
-DECODE_GRAPHS = {"FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"}
 
-
-def dispatch(num_scheduled_tokens: list[int], capture_sizes: list[int], cudagraph_mode: str,
-             max_num_seqs: int) -> tuple[str, int]:
-    if cudagraph_mode not in GENERAL_GRAPHS:
-        raise ValueError(f"unknown cudagraph_mode {cudagraph_mode!r}; expected one of {sorted(GENERAL_GRAPHS)}")
+def dispatch_graph(num_scheduled_tokens: list[int], capture_sizes: list[int]) -> int | None:
     if not num_scheduled_tokens or min(num_scheduled_tokens) < 1:
-        raise ValueError(f"every scheduled request needs >= 1 token, got {num_scheduled_tokens}")
-    n = sum(num_scheduled_tokens)
-    i = bisect.bisect_left(capture_sizes, n)
-    if i == len(capture_sizes):
-        return "NONE", n
-    padded = capture_sizes[i]
-    uniform_decode = all(t == 1 for t in num_scheduled_tokens)
-    if uniform_decode and cudagraph_mode in DECODE_GRAPHS and padded <= max_num_seqs:
-        return "FULL", padded
-    general = GENERAL_GRAPHS[cudagraph_mode]
-    return (general, padded) if general else ("NONE", n)
+        raise ValueError(f"a step needs at least one request of >= 1 token, got {num_scheduled_tokens}")
+    if any(n != 1 for n in num_scheduled_tokens):
+        return None
+    i = bisect.bisect_left(capture_sizes, len(num_scheduled_tokens))
+    return capture_sizes[i] if i < len(capture_sizes) else None

@@ -1,85 +1,65 @@
-"""Tests of exercise 244: which graph a step may replay."""
+"""Tests of exercise 244: which graph a step replays, or None for eager."""
 import bisect
 import random
 
 import pytest
 
-from submission import dispatch
+from submission import dispatch_graph
 
 SIZES = [1, 2, 4, 8, 16]
-MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
 
-def test_example_decode_and_mixed():
-    assert dispatch([1, 1, 1], SIZES, "FULL_AND_PIECEWISE", max_num_seqs=8) == ("FULL", 4)
-    assert dispatch([5, 1], SIZES, "FULL_AND_PIECEWISE", max_num_seqs=8) == ("PIECEWISE", 8)
-    assert dispatch([5, 1], SIZES, "FULL_DECODE_ONLY", max_num_seqs=8) == ("NONE", 6)
-    assert dispatch([5, 1], SIZES, "FULL", max_num_seqs=8) == ("FULL", 8)
+def test_example():
+    assert dispatch_graph([1, 1, 1], SIZES) == 4
+    assert dispatch_graph([1] * 8, SIZES) == 8
+    assert dispatch_graph([5, 1], SIZES) is None
+    assert dispatch_graph([1] * 17, SIZES) is None
+    with pytest.raises(ValueError):
+        dispatch_graph([], SIZES)
 
 
-def test_example_decode_graph_limit_and_none():
-    assert dispatch([1] * 5, SIZES, "FULL_AND_PIECEWISE", max_num_seqs=6) == ("PIECEWISE", 8)
-    assert dispatch([1] * 3, SIZES, "NONE", max_num_seqs=8) == ("NONE", 3)
+def test_every_decode_batch_pads_to_the_next_size():
+    assert [dispatch_graph([1] * n, SIZES) for n in range(1, 18)] == \
+        [1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16, None]
 
 
-def test_decode_in_each_mode():
-    got = {m: dispatch([1, 1, 1, 1, 1], SIZES, m, max_num_seqs=16) for m in MODES}
-    assert got == {"NONE": ("NONE", 5), "PIECEWISE": ("PIECEWISE", 8), "FULL": ("FULL", 8),
-                   "FULL_DECODE_ONLY": ("FULL", 8), "FULL_AND_PIECEWISE": ("FULL", 8)}
+def test_any_request_with_more_than_one_token_runs_eagerly():
+    assert dispatch_graph([2], SIZES) is None                  # one prefill token pair fits a graph, still eager
+    assert dispatch_graph([1, 1, 3], SIZES) is None            # the prefill is not the first request
+    assert dispatch_graph([1, 7, 1, 1], SIZES) is None
+    assert dispatch_graph([3], [4, 8]) is None
 
 
-def test_decode_only_mode_has_no_graph_above_max_num_seqs():
-    assert dispatch([1] * 5, SIZES, "FULL_DECODE_ONLY", max_num_seqs=6) == ("NONE", 5)
-    assert dispatch([1] * 4, SIZES, "FULL_DECODE_ONLY", max_num_seqs=6) == ("FULL", 4)
+def test_largest_size_and_beyond():
+    assert dispatch_graph([1] * 16, SIZES) == 16 and dispatch_graph([1] * 20, SIZES) is None
+    assert dispatch_graph([1] * 3, [5]) == 5 and dispatch_graph([1] * 5, [5]) == 5 and dispatch_graph([1] * 6, [5]) is None
 
 
-def test_exact_size_is_not_padded_further():
-    assert dispatch([1] * 8, SIZES, "FULL_DECODE_ONLY", max_num_seqs=8) == ("FULL", 8)
-    assert dispatch([2, 2], SIZES, "PIECEWISE", max_num_seqs=8) == ("PIECEWISE", 4)
+def test_no_graphs_means_eager():
+    assert dispatch_graph([1], []) is None
 
 
-def test_too_many_tokens_run_eagerly_unpadded():
-    for mode in MODES:
-        assert dispatch([1] * 17, SIZES, mode, max_num_seqs=64) == ("NONE", 17)
-    assert dispatch([10, 9], SIZES, "FULL", max_num_seqs=64) == ("NONE", 19)
+@pytest.mark.parametrize("bad", [[], [0], [1, 0, 1], [1, -2]])
+def test_bad_steps_raise(bad):
+    with pytest.raises(ValueError):
+        dispatch_graph(bad, SIZES)
 
 
-def test_tokens_not_requests_are_padded():
-    assert dispatch([3], SIZES, "PIECEWISE", max_num_seqs=8) == ("PIECEWISE", 4)
-    assert dispatch([7, 2], SIZES, "FULL_AND_PIECEWISE", max_num_seqs=8) == ("PIECEWISE", 16)
-
-
-def test_errors():
-    for bad in (([], "FULL"), ([1, 0], "FULL"), ([1], "full"), ([1], "FULL_DECODE")):
-        with pytest.raises(ValueError):
-            dispatch(bad[0], SIZES, bad[1], max_num_seqs=8)
-
-
-def reference(tokens, sizes, mode, max_num_seqs):
-    n = sum(tokens)
-    i = bisect.bisect_left(sizes, n)
-    if i == len(sizes):
-        return ("NONE", n)
-    p = sizes[i]
-    if set(tokens) == {1} and mode in ("FULL_DECODE_ONLY", "FULL_AND_PIECEWISE") and p <= max_num_seqs:
-        return ("FULL", p)
-    if mode == "FULL":
-        return ("FULL", p)
-    if mode in ("PIECEWISE", "FULL_AND_PIECEWISE"):
-        return ("PIECEWISE", p)
-    return ("NONE", n)
+def test_inputs_are_not_modified():
+    tokens, sizes = [1, 1, 1], [1, 2, 4]
+    dispatch_graph(tokens, sizes)
+    assert tokens == [1, 1, 1] and sizes == [1, 2, 4]
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_steps(seed):
     rng = random.Random(seed)
-    for _ in range(80):
-        seqs = rng.randint(1, 40)
-        sizes = sorted(set(rng.sample(range(1, 90), rng.randint(1, 10))))
-        if rng.random() < 0.5:
-            tokens = [1] * rng.randint(1, seqs)
-        else:
-            tokens = [rng.choice([1, 1, rng.randint(1, 30)]) for _ in range(rng.randint(1, seqs))]
-        mode = rng.choice(MODES)
-        assert dispatch(list(tokens), sizes, mode, seqs) == reference(tokens, sizes, mode, seqs), \
-            (tokens, sizes, mode, seqs)
+    for _ in range(60):
+        sizes = sorted(rng.sample(range(1, 200), rng.randint(1, 12)))
+        batch = rng.randint(1, 220)
+        decode = [1] * batch
+        i = bisect.bisect_left(sizes, batch)
+        assert dispatch_graph(decode, sizes) == (sizes[i] if i < len(sizes) else None), (batch, sizes)
+        mixed = list(decode)
+        mixed[rng.randrange(batch)] = rng.randint(2, 9)
+        assert dispatch_graph(mixed, sizes) is None, (mixed, sizes)

@@ -1,8 +1,18 @@
-"""Exercise 245: update the attention tasks of an ACL graph before each replay runs. Keep the names."""
+"""Exercise 245: update the attention tasks of an ACL graph after each replay is launched. Keep the names."""
 from __future__ import annotations
 
+import importlib  # noqa: F401  (import torch_npu when called)
+from typing import Any
 
-def update_attention_tasks(tasks: list, seq_lens: list[int]) -> None:
-    # TODO 1: refuse more requests than the captured rows, before touching any task
-    # TODO 2: for every task: begin_update, set seq_lens (padded with 0 to num_rows), end_update, record the event
-    raise NotImplementedError("update_attention_tasks")
+import torch
+
+from mini_platform.ascend.acl_graph import GraphParams
+
+
+def update_attn_params(update_stream: Any, params: GraphParams, size: int, seq_lens: torch.Tensor) -> None:
+    # TODO 1: ValueError, before touching any task, for a size never captured or seq_lens not of shape (size,)
+    # TODO 2: context_lens = the lengths as an int32 tensor on the host
+    # TODO 3: inside torch_npu.npu.stream(update_stream), for each layer's (arguments, handle, event):
+    #         graph_task_update_begin -> _npu_paged_attention(captured arguments, new context_lens,
+    #         workspace=params.workspaces.get(size)) -> graph_task_update_end -> event.record
+    raise NotImplementedError("update_attn_params")

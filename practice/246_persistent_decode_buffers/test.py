@@ -1,179 +1,124 @@
-"""Tests of exercise 246: persistent input buffers for decode graphs."""
+"""Tests of exercise 246: persistent input buffers, filled in place."""
 import random
 
 import pytest
 import torch
 
-from submission import DecodeBuffers, run_decode
+from mini_platform.model.paged_attention import AttentionMetadata
+from mini_platform.ops import graph as cpu_graph
+from submission import InputBuffers
 
-BS, NUM_BLOCKS, D, V, MAX_BLOCKS = 4, 48, 8, 16, 4
-SIZES = [1, 2, 4, 8]
-
-
-class TinyModel:
-    """Embedding + one attention layer over a paged KV cache + an output projection, in fp32."""
-
-    def __init__(self, seed=0):
-        g = torch.Generator().manual_seed(seed)
-        self.emb, self.wq, self.wk, self.wv = (torch.randn(V, D, generator=g), torch.randn(D, D, generator=g),
-                                               torch.randn(D, D, generator=g), torch.randn(D, D, generator=g))
-        self.wo = torch.randn(D, V, generator=g)
-
-    def __call__(self, ids, pos, slots, seq_lens, tables, cache):
-        key_cache, value_cache = cache
-        h = self.emb[ids] + torch.sin(pos[:, None].float() * torch.arange(1, D + 1) / D)
-        q, k, v = h @ self.wq, h @ self.wk, h @ self.wv
-        keep = slots >= 0
-        key_cache.view(-1, D)[slots[keep].long()] = k[keep]
-        value_cache.view(-1, D)[slots[keep].long()] = v[keep]
-        out = torch.zeros_like(h)
-        for r, n in enumerate(seq_lens.tolist()):
-            if n == 0:
-                continue
-            blocks = tables[r, : -(-n // BS)].long()
-            keys, values = key_cache[blocks].reshape(-1, D)[:n], value_cache[blocks].reshape(-1, D)[:n]
-            out[r] = ((keys @ q[r]) * D ** -0.5).softmax(-1) @ values
-        return (h + out) @ self.wo
+FIELDS = ("input_ids", "positions", "slot_mapping", "block_tables", "seq_lens", "query_start_loc")
 
 
-def new_cache(seed=1):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(NUM_BLOCKS, BS, D, generator=g), torch.randn(NUM_BLOCKS, BS, D, generator=g)
+def example_buffers():
+    bufs = InputBuffers(max_num_tokens=8, max_num_seqs=4, max_blocks_per_seq=3)
+    bufs.fill([5, 6, 7, 9], [0, 1, 2, 4], [8, 9, 10, 21], [[2], [5, 3]], seq_lens=[3, 5], query_lens=[3, 1])
+    return bufs
 
 
-def capture(buffers, model, cache, sizes=SIZES):
-    """Emulated graphs: each reads the first P rows of the buffers that existed at capture time."""
-    graphs, replays = {}, []
-    for size in sizes:
-        views = (buffers.input_ids[:size], buffers.positions[:size], buffers.slot_mapping[:size],
-                 buffers.seq_lens[:size], buffers.block_tables[:size])
-        out = torch.zeros(size, V)
-
-        def replay(views=views, out=out, size=size):
-            replays.append(size)
-            out.copy_(model(*views, cache))
-            return out
-        graphs[size] = replay
-    return graphs, replays
+def test_example():
+    assert InputBuffers(8, 4, 3).slot_mapping.tolist() == [-1] * 8
+    bufs = example_buffers()
+    assert bufs.input_ids[:4].tolist() == [5, 6, 7, 9]
+    assert bufs.query_start_loc[:3].tolist() == [0, 3, 4]
+    assert bufs.block_tables[:2].tolist() == [[2, 0, 0], [5, 3, 0]]
+    md = bufs.metadata(num_tokens=4, num_seqs=2, max_query_len=3)
+    assert isinstance(md, AttentionMetadata)
+    assert md.seq_lens.tolist() == [3, 5] and md.slot_mapping.data_ptr() == bufs.slot_mapping.data_ptr()
+    assert md.max_query_len == 3
 
 
-def make_batch(rng, n, used):
-    batch = []
-    for _ in range(n):
-        pos = rng.randrange(MAX_BLOCKS * BS)
-        table = []
-        for _ in range(pos // BS + 1):
-            block = rng.choice([b for b in range(1, NUM_BLOCKS) if b not in used])
-            used.add(block)
-            table.append(block)
-        batch.append((rng.randrange(V), pos, table[pos // BS] * BS + pos % BS, table))
-    return batch
-
-
-def eager(model, cache, batch):
-    ids = torch.tensor([b[0] for b in batch])
-    pos = torch.tensor([b[1] for b in batch])
-    slots = torch.tensor([b[2] for b in batch], dtype=torch.int32)
-    lens = pos.to(torch.int32) + 1
-    tables = torch.zeros(len(batch), MAX_BLOCKS, dtype=torch.int32)
-    for r, b in enumerate(batch):
-        tables[r, :len(b[3])] = torch.tensor(b[3], dtype=torch.int32)
-    return model(ids, pos, slots, lens, tables, cache)
-
-
-def check_step(model, buffers, graphs, eager_cache, graph_cache, batch):
-    want = eager(model, eager_cache, batch)
-    got = run_decode(buffers, graphs, batch)
-    torch.testing.assert_close(got, want)
-    torch.testing.assert_close(graph_cache[0], eager_cache[0], msg="key cache differs from eager")
-    torch.testing.assert_close(graph_cache[1], eager_cache[1], msg="value cache differs from eager")
-    return got
-
-
-def test_example_fill():
-    buffers = DecodeBuffers(max_size=8, max_blocks=4)
-    buffers.fill([(5, 6, 14, [2, 3]), (9, 0, 4, [1])], padded_size=4)
-    assert buffers.input_ids[:4].tolist() == [5, 9, 0, 0]
-    assert buffers.positions[:4].tolist() == [6, 0, 0, 0]
-    assert buffers.slot_mapping[:4].tolist() == [14, 4, -1, -1]
-    assert buffers.seq_lens[:4].tolist() == [7, 1, 0, 0]
-    assert buffers.block_tables[:4].tolist() == [[2, 3, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
-
-
-def test_example_run_decode():
-    model, cache, eager_cache = TinyModel(), new_cache(), new_cache()
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    graphs, replays = capture(buffers, model, cache)
-    batch = make_batch(random.Random(0), 3, set())
-    got = check_step(model, buffers, graphs, eager_cache, cache, batch)
-    assert got.shape == (3, V) and replays == [4]
-
-
-def test_allocation():
-    buffers = DecodeBuffers(max_size=6, max_blocks=3)
-    want = {"input_ids": (torch.int64, (6,)), "positions": (torch.int64, (6,)), "slot_mapping": (torch.int32, (6,)),
-            "seq_lens": (torch.int32, (6,)), "block_tables": (torch.int32, (6, 3))}
-    for name, (dtype, shape) in want.items():
-        t = getattr(buffers, name)
-        assert t.dtype == dtype and tuple(t.shape) == shape, f"{name}: {t.dtype} {tuple(t.shape)}"
+def test_fresh_buffers_have_the_stated_shapes_dtypes_and_values():
+    bufs = InputBuffers(6, 3, 5)
+    want = {"input_ids": ((6,), torch.int64, 0), "positions": ((6,), torch.int64, 0),
+            "slot_mapping": ((6,), torch.int32, -1), "block_tables": ((3, 5), torch.int32, 0),
+            "seq_lens": ((3,), torch.int32, 0), "query_start_loc": ((4,), torch.int32, 0)}
+    for name, (shape, dtype, value) in want.items():
+        t = getattr(bufs, name)
+        assert (tuple(t.shape), t.dtype, t.device.type) == (shape, dtype, "cpu"), name
+        assert bool((t == value).all()), name
 
 
 def test_fill_writes_in_place():
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    before = {n: getattr(buffers, n).data_ptr() for n in ("input_ids", "positions", "slot_mapping", "seq_lens",
-                                                           "block_tables")}
-    buffers.fill([(1, 2, 3, [0])], padded_size=2)
-    for name, ptr in before.items():
-        assert getattr(buffers, name).data_ptr() == ptr, f"{name} was replaced by a new tensor"
+    bufs = InputBuffers(8, 4, 3)
+    pointers = {name: getattr(bufs, name).data_ptr() for name in FIELDS}
+    objects = {name: getattr(bufs, name) for name in FIELDS}
+    for step in range(3):
+        bufs.fill([step + 1] * 4, [step] * 4, [step * 4 + i for i in range(4)], [[step]] * 4, [step + 1] * 4, [1] * 4)
+        assert {name: getattr(bufs, name).data_ptr() for name in FIELDS} == pointers
+        assert all(getattr(bufs, name) is objects[name] for name in FIELDS)
+    assert objects["input_ids"][:4].tolist() == [3] * 4 and objects["seq_lens"].tolist() == [3] * 4
 
 
-def test_stale_rows_and_columns_are_overwritten():
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    buffers.fill([(i + 1, 9, 40 + i, [1, 2, 3]) for i in range(7)], padded_size=8)
-    buffers.fill([(3, 1, 5, [1])] * 3, padded_size=4)
-    assert buffers.slot_mapping[:4].tolist() == [5, 5, 5, -1]
-    assert buffers.seq_lens[:4].tolist() == [2, 2, 2, 0]
-    assert buffers.input_ids[3] == 0 and buffers.positions[3] == 0
-    assert buffers.block_tables[:4].tolist() == [[1, 0, 0, 0]] * 3 + [[0, 0, 0, 0]]
+def test_a_captured_graph_sees_every_fill():
+    bufs = InputBuffers(4, 4, 2)
+    bufs.fill([0] * 4, [0] * 4, [-1] * 4, [[0]] * 4, [0] * 4, [1] * 4)
+    md = bufs.metadata(4, 4, max_query_len=1)
+    g = cpu_graph.Graph()
+    with cpu_graph.graph(g):
+        out = bufs.input_ids[:4] * 100 + bufs.positions[:4] * 10 + md.seq_lens + md.slot_mapping
+    bufs.fill([1, 2, 3, 4], [5, 6, 7, 8], [9, 8, 7, -1], [[1], [2], [3], [0]], [1, 2, 3, 0], [1, 1, 1, 1])
+    g.replay()
+    assert out.tolist() == [160, 270, 380, 479]
 
 
-def test_fill_errors():
-    buffers = DecodeBuffers(max_size=4, max_blocks=2)
-    with pytest.raises(ValueError):
-        buffers.fill([(1, 0, 0, [0])] * 3, padded_size=2)
-    with pytest.raises(ValueError):
-        buffers.fill([(1, 0, 0, [0])], padded_size=8)
+def test_metadata_is_views_of_the_first_rows():
+    bufs = example_buffers()
+    md = bufs.metadata(num_tokens=3, num_seqs=1, max_query_len=3)
+    for field, name, rows in (("slot_mapping", "slot_mapping", 3), ("block_tables", "block_tables", 1),
+                              ("query_start_loc", "query_start_loc", 2), ("seq_lens", "seq_lens", 1)):
+        view = getattr(md, field)
+        assert view.shape[0] == rows and view.data_ptr() == getattr(bufs, name).data_ptr(), field
+    bufs.fill([1], [0], [40], [[7, 7]], [1], [1])
+    assert md.slot_mapping.tolist() == [40, 9, 10] and md.seq_lens.tolist() == [1]   # later fills show through
 
 
-def test_smallest_fitting_graph_is_replayed():
-    model, cache, eager_cache = TinyModel(), new_cache(), new_cache()
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    graphs, replays = capture(buffers, model, cache)
-    rng, used = random.Random(3), set()
-    for n in (1, 2, 3, 5, 8):
-        check_step(model, buffers, graphs, eager_cache, cache, make_batch(rng, n, used))
-    assert replays == [1, 2, 4, 8, 8]
-    with pytest.raises(ValueError):
-        run_decode(buffers, graphs, make_batch(rng, 9, set()))
+def test_query_start_loc_is_the_running_sum_from_zero():
+    bufs = InputBuffers(16, 4, 2)
+    bufs.fill([1] * 9, list(range(9)), [-1] * 9, [[0], [1], [2], [3]], [4, 1, 7, 2], [3, 1, 4, 1])
+    assert bufs.query_start_loc.tolist() == [0, 3, 4, 8, 9]
 
 
-def test_result_survives_the_next_replay():
-    model, cache, eager_cache = TinyModel(), new_cache(), new_cache()
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    graphs, _ = capture(buffers, model, cache)
-    rng, used = random.Random(5), set()
-    first = check_step(model, buffers, graphs, eager_cache, cache, make_batch(rng, 2, used))
-    kept = first.clone()
-    check_step(model, buffers, graphs, eager_cache, cache, make_batch(rng, 2, used))
-    torch.testing.assert_close(first, kept, msg="the returned logits changed when the graph replayed again")
+def test_short_rows_are_zero_padded_to_the_widest_row():
+    bufs = InputBuffers(8, 4, 4)
+    bufs.fill([1] * 3, [0] * 3, [0] * 3, [[9, 9, 9], [9, 9, 9], [9, 9, 9]], [1] * 3, [1] * 3)
+    bufs.fill([1] * 3, [0] * 3, [0] * 3, [[1, 2, 3], [4], []], [1] * 3, [1] * 3)
+    assert bufs.block_tables[:3, :3].tolist() == [[1, 2, 3], [4, 0, 0], [0, 0, 0]]
+
+
+def test_limits_are_checked_and_named():
+    bufs = InputBuffers(4, 2, 3)
+    bufs.fill([1] * 4, [0] * 4, [0] * 4, [[1, 2, 3], [4]], [1, 1], [2, 2])   # exactly full: fine
+    with pytest.raises(ValueError, match="max_num_tokens"):
+        bufs.fill([1] * 5, [0] * 5, [0] * 5, [[1]], [5], [5])
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        bufs.fill([1] * 3, [0] * 3, [0] * 3, [[1], [2], [3]], [1] * 3, [1] * 3)
+    with pytest.raises(ValueError, match="max_blocks_per_seq"):
+        bufs.fill([1], [0], [0], [[1, 2, 3, 4]], [1], [1])
+
+
+def test_an_empty_step():
+    bufs = InputBuffers(4, 2, 2)
+    bufs.fill([], [], [], [], [], [])
+    assert bufs.query_start_loc[0].item() == 0 and bufs.metadata(0, 0, 0).slot_mapping.numel() == 0
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_random_steps_match_eager_and_keep_the_cache_clean(seed):
+def test_random_steps(seed):
     rng = random.Random(seed)
-    model, cache = TinyModel(seed), new_cache(seed + 10)
-    eager_cache = (cache[0].clone(), cache[1].clone())
-    buffers = DecodeBuffers(max_size=8, max_blocks=MAX_BLOCKS)
-    graphs, _ = capture(buffers, model, cache)
-    for _ in range(6):
-        check_step(model, buffers, graphs, eager_cache, cache, make_batch(rng, rng.randint(1, 8), set()))
+    bufs = InputBuffers(32, 6, 5)
+    for _ in range(20):
+        b = rng.randint(1, 6)
+        query = [rng.randint(1, 32 // b) for _ in range(b)]
+        t = sum(query)
+        ids, pos = [rng.randrange(0, 300) for _ in range(t)], [rng.randrange(0, 80) for _ in range(t)]
+        slots = [rng.randrange(-1, 200) for _ in range(t)]
+        tables = [[rng.randrange(0, 50) for _ in range(rng.randint(0, 5))] for _ in range(b)]
+        lens = [rng.randint(q, 80) for q in query]
+        bufs.fill(ids, pos, slots, tables, lens, query)
+        width = max(len(r) for r in tables)
+        assert bufs.input_ids[:t].tolist() == ids and bufs.positions[:t].tolist() == pos
+        assert bufs.slot_mapping[:t].tolist() == slots and bufs.seq_lens[:b].tolist() == lens
+        assert bufs.query_start_loc[:b + 1].tolist() == [sum(query[:i]) for i in range(b + 1)]
+        assert bufs.block_tables[:b, :width].tolist() == [r + [0] * (width - len(r)) for r in tables]

@@ -9,7 +9,8 @@ time, runs on CPU tensors. It is never installed silently, and it refuses to sha
 Results obtained this way are labelled with :data:`EMULATION_NOTE`.
 
 Every op is wrapped as a device kernel (:func:`npu.device_kernel`): a graph capture records it as one
-task. The graph and stream API is the ``npu`` submodule, installed as ``torch_npu.npu`` and, for the
+task. The wrapper finds the op in its submodule at each call, so replacing it there with setattr (as
+``practice/judge.py engine`` installs a learner's op) takes effect in a module already built. The graph and stream API is the ``npu`` submodule, installed as ``torch_npu.npu`` and, for the
 duration of the block, as ``torch.npu``.
 
 A submodule may define ``reset_process_state()``: it is called on entry, since the real library
@@ -20,12 +21,13 @@ resets it for the outer block too (the outer block then continues with the inner
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
 import sys
 import types
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -64,10 +66,19 @@ def build_module() -> types.ModuleType:
         for op in module.__all__:
             if hasattr(fake, op):
                 raise RuntimeError(f"emulated op {op!r} is defined twice (second time in {qualname})")
-            setattr(fake, op, npu.device_kernel(op, getattr(module, op)))
+            setattr(fake, op, npu.device_kernel(op, _looked_up_at_call_time(module, op)))
     npu.reset_process_state()
     fake.npu = npu.build_npu_module()
     return fake
+
+
+def _looked_up_at_call_time(module: types.ModuleType, op: str) -> Callable:
+    """``module.op`` as it is when called, so an op replaced with setattr after the module was built
+    (an engine part from ``practice/judge.py engine``) is the one that runs."""
+    @functools.wraps(getattr(module, op))
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(module, op)(*args, **kwargs)
+    return call
 
 
 @contextlib.contextmanager

@@ -1,9 +1,10 @@
 """Emulated ``torch_npu.npu_swiglu``.
 
-Source: op-plugin ``op_plugin_functions.yaml`` (``npu_swiglu(Tensor self, int dim=-1) -> Tensor``)
-and ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_swiglu.md``: split ``self`` in two halves along
-``dim``, ``A, B``, and return ``silu(A) * B`` (the first half is the gate, as in vLLM's
-``SiluAndMul``), computed in fp32 and returned in the input dtype. Emulation note: verified against
+Source: the op's documentation in torch-npu 2.13.0 (``torch_npu/_op_plugin_docs.py``):
+``swiglu(x, dim=-1) = swish(A) * B``, "“A”和“B”是x沿dim维度切分的Tensor": split ``self`` in two halves along
+``dim`` and return ``silu(A) * B`` (the first half is the gate, as in vLLM's ``SiluAndMul``), computed in fp32
+and returned in the input dtype. Signature, output shape and dtype as that wheel's schema and meta function
+(tests/test_torch_npu_wheel.py). Emulation note: verified against
 an emulation of torch_npu semantics; not run on Ascend hardware here.
 """
 from __future__ import annotations

@@ -3,12 +3,17 @@
 Written from the documented semantics, not from ``mini_platform.ops.cpu.attention`` (the tests
 compare the two, so they must be independent). Sources:
 
-- op-plugin ``op_plugin/ops/atb/ReshapeAndCachAtb.cpp`` and ``PagedAttentionAtb.cpp`` (signatures;
+- op-plugin ``op_plugin/ops/atb/ReshapeAndCachAtb.cpp`` and ``PagedAttentionAtb.cpp`` (signatures, the same as the
+  schemas the torch-npu 2.13.0 wheel registers in ``libop_plugin_atb.so``;
   ATB ``PagedAttention``: ``maskType=UNDEFINED``, ``inputLayout=BSND``, block size a multiple of 16, at most 128);
-- op-plugin ``docs/context/torch_npu-npu_fused_infer_attention_score.md`` (TND layout; cumulative
-  ``actual_seq_lengths``; PageAttention through ``block_table`` with the cache as ``(blocks, block_size, H)``;
-  in TND only ``sparse_mode=0`` without a mask or ``sparse_mode=3`` with the 2048x2048 optimised mask;
-  mask value 1 = masked; ``softmax_lse`` is ``(T, N, 1)`` fp32, or a one-element zero tensor when not requested);
+- the FIA documentation in torch-npu 2.13.0 (``torch_npu/_op_plugin_docs.py``) (as op-plugin's
+  ``docs/context/torch_npu-npu_fused_infer_attention_score.md``): TND needs ``actual_seq_lengths``, "每个元素的值
+  表示当前Batch与之前所有Batch的seqlen和" (cumulative); with PageAttention (``block_table``, the cache as
+  ``(blocknum, blocksize, H)``) ``actual_seq_lengths_kv`` "代表每个Batch的实际长度" (per request); "sparse_mode为3时,
+  代表rightDownCausal模式的mask", "需要传入优化后的atten_mask矩阵(2048*2048)"; mask value 1 = masked;
+  ``softmax_lse`` is ``(T, N, 1)`` fp32, and "softmax_lse_flag为False时, 则输出shape为[1]的值为0的Tensor". That
+  wheel's meta function gives shape ``[0]`` there instead; the emulation follows the documentation (the engine
+  never reads it);
 - vllm-ascend ``attention/attention_v1.py`` for how the ops are called.
 
 Deviation: the real kernels take fp16/bf16 activations; the emulation also accepts fp32 so that

@@ -1,7 +1,13 @@
 """Emulated torch_npu MoE ops: gating, routing (v1 and v2), expert token counts, grouped matmul, combine.
 
-Sources (Ascend/op-plugin at 517f2e7d): signatures from ``op_plugin/config/op_plugin_functions.yaml``;
-semantics from ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md`` (formulas and numpy references) and,
+Sources: signatures, output shapes and dtypes as the schemas and meta functions of the torch-npu 2.13.0 wheel
+(tests/test_torch_npu_wheel.py compares them); semantics from that release's ``torch_npu/_op_plugin_docs.py``
+(init_routing "expanded_row_idx[sorted_row_idx[i]]=i, expanded_x[i]=x[sorted_row_idx[i]%num_rows]";
+compute_expert_tokens "BinarySearch(sortedExpertForSourceRow,i)", "查找每个专家处理的最后一行的位置"; finalize_routing
+"expandPermutedRows_{expandedSrcToDstRow_{i+k*num_rows},j}", column-major; token_unpermute "根据sorted_indices存储的
+下标，获取permuted_tokens中存储的输入数据；如果存在probs数据，permuted_tokens会与probs相乘；最后进行累加求和"), and,
+where that text is brief, Ascend/op-plugin at 517f2e7d: ``docs/zh/custom_APIs/torch_npu/torch_npu-<op>.md``
+(formulas and numpy references) and,
 for ``npu_moe_token_unpermute``, the reference in ``test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py``
 (the op takes the gather index, the inverse of ``argsort``: "the fusion operator will perform two
 torch.argsort operations internally").
@@ -103,8 +109,8 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
                             offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
                             expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
                             expert_tokens_num_flag: bool = False, quant_mode: int = -1,
-                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0,
+                            x_dtype: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """v2 routing (dropless, unquantised), after the documented numpy reference. Pairs are token-major, ``i = t*K + j``.
 
     Ids below ``expert_start`` sort last (as ``INT32_MAX``); the valid pairs are those with
@@ -115,12 +121,14 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
       pairs, -1 elsewhere; ``row_idx_type=1`` (scatter) ``order`` itself.
     - ``expert_tokens`` int64: per expert of the range, cumsum (type 0) or count (type 1); type 2 ``[expert_num, 2]``
       (expert id, count) for the experts with tokens, at the head.
-    - ``expanded_scale`` fp32 ``[N]``: ``scale`` gathered like ``expanded_x`` when given, else meaningless (zeros).
+    - ``expanded_scale`` fp32, one entry per row of ``expanded_x`` (the shape of torch-npu 2.13.0's meta function):
+      ``scale`` gathered like ``expanded_x`` when given, else undefined ("如果不输入表示计算时不使用scale，且输出
+      expanded_scale中的值未定义", ``torch_npu/_op_plugin_docs.py`` of 2.13.0); zeros here.
     """
     op = "npu_moe_init_routing_v2"
     _expect_int32(op, "expert_idx", expert_idx)
-    if quant_mode != -1 or offset is not None:
-        raise _not_emulated(op, f"quant_mode={quant_mode}")
+    if quant_mode != -1 or offset is not None or x_dtype is not None:
+        raise _not_emulated(op, f"quant_mode={quant_mode}, x_dtype={x_dtype}")
     if drop_pad_mode != 0:
         raise _not_emulated(op, f"drop_pad_mode={drop_pad_mode} (capacity {expert_capacity})")
     if x.dim() != 2 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
@@ -162,28 +170,37 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     filled = min(rows, available)
     expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)   # rows past `filled`: undefined
     expanded_x[:filled] = x[order[:filled] // k]
-    expanded_scale = torch.zeros(n, dtype=torch.float32, device=device)
+    expanded_scale = torch.zeros(rows, dtype=torch.float32, device=device)
     if scale is not None:
         expanded_scale[:filled] = scale.float()[order[:filled] // k]
     return expanded_x, expanded_row_idx, expert_tokens.to(torch.int64), expanded_scale
 
 
-def _group_bounds(op: str, group_list: torch.Tensor, group_list_type: int, rows: int) -> list[int]:
-    """``[0, end_0, end_1, ...]`` row boundaries of the groups along M."""
+def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, group_list: torch.Tensor, group_list_type: int) -> torch.Tensor:
+    """The M-axis grouping of ``npu_grouped_matmul`` (``group_type=0``): group ``e`` is rows ``[start_e, end_e)`` of
+    ``x`` ``[M, K]``, multiplied by ``weight[e]`` (``[E, K, N]``); ``group_list`` holds the groups' ends (type 0,
+    a cumsum) or sizes (type 1, counts). fp32 accumulation, x's dtype out, ``[M, N]``; rows past the last group
+    are undefined on the device, zeros here."""
+    if group_list_type not in (0, 1):
+        raise ValueError(f"group_list_type must be 0 (cumsum) or 1 (counts), got {group_list_type}")
+    if group_list.numel() != weight.shape[0]:
+        raise ValueError(f"group_list has {group_list.numel()} entries for {weight.shape[0]} weights (one per group)")
     values = [int(v) for v in group_list.tolist()]
     if group_list_type == 0:
         ends = values
         if any(b < a for a, b in zip([0] + ends, ends)):
-            raise ValueError(f"{op}: with group_list_type=0, group_list is a cumsum and must be non-decreasing, got {values}")
-    elif group_list_type == 1:
-        if any(v < 0 for v in values):
-            raise ValueError(f"{op}: with group_list_type=1, group_list holds group sizes (>= 0), got {values}")
-        ends = torch.tensor(values).cumsum(0).tolist() if values else []
+            raise ValueError(f"with group_list_type=0, group_list is a cumsum and must be non-decreasing, got {values}")
     else:
-        raise _not_emulated(op, f"group_list_type={group_list_type}")
-    if ends and ends[-1] > rows:
-        raise ValueError(f"{op}: the groups cover {ends[-1]} rows but x has {rows}")
-    return [0] + ends
+        if any(v < 0 for v in values):
+            raise ValueError(f"with group_list_type=1, group_list holds group sizes (>= 0), got {values}")
+        ends = torch.tensor(values).cumsum(0).tolist() if values else []
+    if ends and ends[-1] > x.shape[0]:
+        raise ValueError(f"the groups cover {ends[-1]} rows but x has {x.shape[0]}")
+    y = torch.zeros((x.shape[0], weight.shape[2]), dtype=torch.float32, device=x.device)
+    for g, (lo, hi) in enumerate(zip([0] + ends, ends)):
+        if hi > lo:
+            y[lo:hi] = x[lo:hi].float() @ weight[g].float()
+    return y.to(x.dtype)
 
 
 def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor], *, bias=None, scale=None,
@@ -194,9 +211,8 @@ def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor]
                        x_dtype=None, weight_dtype=None, scale_dtype=None,
                        per_token_scale_dtype=None) -> list[torch.Tensor]:
     """M-axis grouped matmul (``group_type=0``) as vllm-ascend calls it: one ``x`` ``[M, K]``, one weight
-    ``[G, K, N]``, ``group_list`` int64 (type 0 cumsum, type 1 counts); ``y[rows of g] = x[rows of g] @ weight[g]``,
-    fp32 accumulation, x's dtype out. ``split_item`` 2/3 return one tensor (in a list), as do 0/1 here (one weight).
-    Rows past the last group are undefined on the device; zeros here."""
+    ``[G, K, N]``, ``group_list`` int64 (type 0 cumsum, type 1 counts), computed by :func:`grouped_matmul`.
+    ``split_item`` 2/3 return one tensor (in a list), as do 0/1 here (one weight)."""
     op = "npu_grouped_matmul"
     unused = {"bias": bias, "scale": scale, "offset": offset, "antiquant_scale": antiquant_scale,
               "antiquant_offset": antiquant_offset, "per_token_scale": per_token_scale,
@@ -217,12 +233,9 @@ def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor]
                          f"{tuple(w.shape)}, {tuple(group_list.shape)}")
     if group_list.dtype != torch.int64:
         raise TypeError(f"{op}: group_list must be int64, got {group_list.dtype}")
-    bounds = _group_bounds(op, group_list, group_list_type, a.shape[0])
-    y = torch.zeros((a.shape[0], w.shape[2]), dtype=torch.float32, device=a.device)
-    for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-        if hi > lo:
-            y[lo:hi] = a[lo:hi].float() @ w[g].float()
-    return [y.to(a.dtype)]
+    if group_list_type not in (0, 1):
+        raise _not_emulated(op, f"group_list_type={group_list_type}")
+    return [grouped_matmul(a, w, group_list, group_list_type)]
 
 
 def npu_moe_finalize_routing(expanded_permuted_rows: torch.Tensor, skip1: torch.Tensor | None,

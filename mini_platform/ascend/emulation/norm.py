@@ -1,8 +1,9 @@
 """Emulated ``torch_npu.npu_rms_norm`` and ``torch_npu.npu_add_rms_norm``.
 
-Sources: op-plugin ``op_plugin/config/op_plugin_functions.yaml`` (signatures), the torch_npu API
-pages ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_rms_norm.md`` / ``torch_npu-npu_add_rms_norm.md``
-(formula ``y = x * rsqrt(mean(x**2) + eps) * gamma`` over the trailing ``gamma.dim()`` dims; rstd is
+Sources: the schemas and meta functions of the torch-npu 2.13.0 wheel (signatures, output shapes and dtypes;
+tests/test_torch_npu_wheel.py compares them); its ``torch_npu/_op_plugin_docs.py`` for ``npu_rms_norm`` ("第2个输出
+为Tensor，rms_norm的reverse rms中间结果，用于反向计算"; that release documents no ``npu_add_rms_norm``); the op-plugin
+API pages ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_rms_norm.md`` / ``torch_npu-npu_add_rms_norm.md`` (formula ``y = x * rsqrt(mean(x**2) + eps) * gamma`` over the trailing ``gamma.dim()`` dims; rstd is
 the fp32 reciprocal RMS, kept for the backward pass) and the numpy reference in op-plugin
 ``test/test_custom_ops/test_npu_add_rms_norm.py`` (``x = x1 + x2`` in the input dtype, then the norm
 in fp32). Emulation note: verified against an emulation of torch_npu semantics; not run on Ascend

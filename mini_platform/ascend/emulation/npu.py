@@ -1,6 +1,7 @@
 """Emulated ``torch.npu`` graph API: ``NPUGraph``, ``graph``, graph task groups and updates, ``ExternalEvent``.
 
-Names and signatures as torch_npu's ``torch_npu/npu/graphs.py`` (Ascend/pytorch at bd722ac2) and as
+Names and signatures (parameter names included) as in the torch-npu 2.13.0 wheel's ``torch_npu/npu/graphs.py``,
+``streams.py`` and ``utils.py`` (tests/test_torch_npu_wheel.py compares them), and as
 vllm-ascend v0.11.0 calls them (``compilation/acl_graph.py``, ``attention/attention_v1.py``):
 ``NPUGraph().replay()``, ``with torch.npu.graph(g, pool=...)``, ``graph_pool_handle()``,
 ``is_current_stream_capturing()``, ``graph_task_group_begin(stream)`` / ``handle = graph_task_group_end(stream)``,
@@ -52,16 +53,16 @@ _update: list | None = None              # tasks issued between graph_task_updat
 _update_handle: TaskGroup | None = None
 
 
-def current_stream() -> Stream:
+def current_stream(device: Any = None) -> Stream:
     return _default_stream
 
 
 @contextlib.contextmanager
-def stream(s: Stream | None) -> Iterator[None]:
+def stream(stream: Stream | None) -> Iterator[None]:
     yield
 
 
-def synchronize() -> None:
+def synchronize(device: Any = None) -> None:
     if _blocked:
         raise RuntimeError(f"{len(_blocked)} graph replay(s) still wait on an ExternalEvent that was never recorded; "
                            "on the device they would never finish. Record the event after updating the task it guards")
@@ -128,13 +129,13 @@ class TaskGroup:
 _group_starts: list[int] = []
 
 
-def graph_task_group_begin(s: Stream) -> None:
+def graph_task_group_begin(stream: Stream) -> None:
     if not is_capturing():
         raise RuntimeError("graph_task_group_begin outside graph capture")
     _group_starts.append(len(current_graph().nodes))
 
 
-def graph_task_group_end(s: Stream) -> TaskGroup:
+def graph_task_group_end(stream: Stream) -> TaskGroup:
     if not _group_starts or not is_capturing():
         raise RuntimeError("graph_task_group_end without graph_task_group_begin during capture")
     nodes = current_graph().nodes
@@ -144,7 +145,7 @@ def graph_task_group_end(s: Stream) -> TaskGroup:
     return group
 
 
-def graph_task_update_begin(s: Stream, handle: TaskGroup) -> None:
+def graph_task_update_begin(stream: Stream, handle: TaskGroup) -> None:
     global _update, _update_handle
     if _update is not None:
         raise RuntimeError("graph_task_update_begin while another task update is open")
@@ -153,7 +154,7 @@ def graph_task_update_begin(s: Stream, handle: TaskGroup) -> None:
     _update, _update_handle = [], handle
 
 
-def graph_task_update_end(s: Stream) -> None:
+def graph_task_update_end(stream: Stream) -> None:
     global _update, _update_handle
     if _update is None:
         raise RuntimeError("graph_task_update_end without graph_task_update_begin")
@@ -171,19 +172,19 @@ class ExternalEvent:
     def __init__(self) -> None:
         self.recorded = False
 
-    def wait(self, s: Stream | None = None) -> None:
+    def wait(self, stream: Stream | None = None) -> None:
         if is_capturing():
             current_graph().add_node(_EventWait(self))
         elif not self.recorded:
             raise RuntimeError("ExternalEvent.wait outside a graph on an event never recorded: this would hang")
 
-    def reset(self, s: Stream | None = None) -> None:
+    def reset(self, stream: Stream | None = None) -> None:
         if is_capturing():
             current_graph().add_node(_EventReset(self))
         else:
             self.recorded = False
 
-    def record(self, s: Stream | None = None) -> None:
+    def record(self, stream: Stream | None = None) -> None:
         self.recorded = True
         for g, index in list(_blocked.items()):
             if g.nodes[index].event is self:

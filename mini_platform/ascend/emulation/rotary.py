@@ -13,7 +13,9 @@ Sources:
   would silently keep using the first table; this emulation raises instead when a later call passes
   a table whose result would differ (anything but the first table or a prefix of it, i.e. the same
   RoPE for a shorter context), so the mistake shows up on CPU.
-- ``npu_rotary_mul``: ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_rotary_mul.md``:
+- ``npu_rotary_mul``: its documentation in torch-npu 2.13.0 (``torch_npu/_op_plugin_docs.py``) (``'half'``: "x_new = torch.cat((-x2, x1), dim=-1)",
+  "output = r1 * input + r2 * x_new"), as op-plugin's
+  ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_rotary_mul.md``:
   ``x * r1 + rotate(x) * r2`` with ``rotate(x) = cat(-x2, x1)`` over the halves of the last dim in
   ``'half'`` mode and ``(-x[1::2], x[::2])`` interleaved in ``'interleave'`` mode; 3-D/4-D inputs,
   ``r1``/``r2`` broadcast against ``x``.

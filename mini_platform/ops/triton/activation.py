@@ -1,4 +1,7 @@
-"""SiLU-and-multiply as a Triton kernel: program ``(row, j)`` computes ``BLOCK`` outputs of one row."""
+"""SiLU-and-multiply as a Triton kernel: program ``(row, j)`` computes ``BLOCK`` outputs of one row.
+
+Exercise 196 has this contract: its kernel and wrapper stand in for these (``practice/judge.py engine``).
+"""
 from __future__ import annotations
 
 import torch
@@ -10,7 +13,7 @@ from .layernorm import rows_of
 
 
 @triton.jit
-def _silu_and_mul_kernel(x_ptr, out_ptr, x_row_stride, out_row_stride, d, BLOCK: tl.constexpr):
+def silu_and_mul_kernel(x_ptr, out_ptr, x_row_stride, out_row_stride, d, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)  # row * stride can pass 2**31 elements
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < d
@@ -27,5 +30,5 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     x2 = rows_of(x)
     out = torch.empty((x2.shape[0], d), dtype=x.dtype, device=x.device)
     block = min(1024, triton.next_power_of_2(d))
-    _silu_and_mul_kernel[(x2.shape[0], triton.cdiv(d, block))](x2, out, x2.stride(0), out.stride(0), d, BLOCK=block)
+    silu_and_mul_kernel[(x2.shape[0], triton.cdiv(d, block))](x2, out, x2.stride(0), out.stride(0), d, BLOCK=block)
     return out.view(*x.shape[:-1], d)

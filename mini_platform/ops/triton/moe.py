@@ -2,7 +2,7 @@
 
 1. :func:`moe_align_block_size` sorts the ``T*K`` (token, slot) pairs by expert and pads each expert's run
    to a multiple of the GEMM's ``BLOCK_M`` with a sentinel, so every M-block of rows belongs to ONE expert.
-2. :func:`_fused_moe_kernel` is a grouped GEMM: program ``(pid_m, pid_n)`` reads its block's expert id,
+2. :func:`fused_moe_kernel` is a grouped GEMM: program ``(pid_m, pid_n)`` reads its block's expert id,
    gathers its rows through the sorted ids (``row = flat_index // top_k``), multiplies them by that
    expert's weight with ``tl.dot`` (fp32 accumulation), optionally scales by the routing weight in fp32,
    and scatters the result back to the rows' flat indices. Blocks of experts owned elsewhere (id -1)
@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from ..cpu.moe import check_experts_args, check_topk_args, num_global_experts, select_topk
-from .activation import silu_and_mul
+from . import activation
 
 
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
@@ -45,10 +45,14 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
       through ``expert_map`` when given (-1 = owned elsewhere). Blocks past ``num_tokens_post_padded`` are
       unused (expert 0 before the map, as in vLLM at 05be9924).
     - ``num_tokens_post_padded`` int32 ``[1]``: the padded row count (a sum of per-expert multiples of block_size).
-    An expert with no token gets no block.
+    An expert with no token gets no block. The ids are not range-checked (the router's are in range, and a
+    check would wait for the device at every layer).
     """
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if expert_map is not None and tuple(expert_map.shape) != (num_experts,):
+        raise ValueError(f"expert_map must be [num_experts={num_experts}] (global id -> local index, -1 = elsewhere), "
+                         f"got shape {tuple(expert_map.shape)}")
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     numel = flat.numel()
@@ -73,13 +77,15 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
 
 
 @triton.jit
-def _fused_moe_kernel(a_ptr, b_ptr, c_ptr, weights_ptr, sorted_ids_ptr, expert_ids_ptr, num_post_ptr,
-                      N, K, EM, num_valid,
-                      stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
-                      TOP_K: tl.constexpr, MUL_ROUTED_WEIGHT: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def fused_moe_kernel(a_ptr, b_ptr, c_ptr, weights_ptr, sorted_ids_ptr, expert_ids_ptr, num_post_ptr,
+                     N, K, EM, num_valid,
+                     stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
+                     TOP_K: tl.constexpr, MUL_ROUTED_WEIGHT: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """``c[r] = (w[r] *) a[r // TOP_K] @ b[expert]^T`` for the rows ``r`` of each expert-sorted M-block;
-    ``a`` ``[*, K]``, ``b`` ``[E_local, N, K]``, ``c`` ``[num_valid, N]``."""
+    ``a`` ``[*, K]``, ``b`` ``[E_local, N, K]``, ``c`` ``[num_valid, N]``. One program per (M-block, N-block)
+    tile of a 1-D grid of ``cdiv(EM, BLOCK_M) * cdiv(N, BLOCK_N)``; M-blocks from ``*num_post_ptr`` on write
+    nothing, sentinel rows (``r >= num_valid``) are neither read nor written, expert -1 writes zeros."""
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(EM, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -139,10 +145,10 @@ def invoke_fused_moe_kernel(a: torch.Tensor, w: torch.Tensor, c: torch.Tensor, t
     em = sorted_ids.shape[0]
     dot_in_fp32 = a.dtype == torch.float32 or os.environ.get("TRITON_INTERPRET") == "1"
     grid = (triton.cdiv(em, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
-    _fused_moe_kernel[grid](a, w, c, topk_weights, sorted_ids, expert_ids, num_post,
-                            n, k, em, c.shape[0],
-                            a.stride(0), a.stride(1), w.stride(0), w.stride(1), w.stride(2), c.stride(0), c.stride(1),
-                            TOP_K=top_k, MUL_ROUTED_WEIGHT=mul_routed_weight, DOT_IN_FP32=dot_in_fp32, **config)
+    fused_moe_kernel[grid](a, w, c, topk_weights, sorted_ids, expert_ids, num_post,
+                           n, k, em, c.shape[0],
+                           a.stride(0), a.stride(1), w.stride(0), w.stride(1), w.stride(2), c.stride(0), c.stride(1),
+                           TOP_K=top_k, MUL_ROUTED_WEIGHT=mul_routed_weight, DOT_IN_FP32=dot_in_fp32, **config)
 
 
 def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
@@ -160,7 +166,7 @@ def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, top
     weights = topk_weights.float().contiguous()
     gate_up = torch.empty((num_rows, 2 * inter), dtype=hidden.dtype, device=hidden.device)
     invoke_fused_moe_kernel(hidden, w13, gate_up, weights, sorted_ids, expert_ids, num_post, top_k, False, config)
-    act = silu_and_mul(gate_up)
+    act = activation.silu_and_mul(gate_up)  # looked up at call time (exercise 196 stands in for it)
     config = {**config, **block_config(num_rows, num_global_experts(w13, expert_map), h, inter)}
     down = torch.empty((num_rows, h), dtype=torch.float32, device=hidden.device)
     invoke_fused_moe_kernel(act, w2, down, weights, sorted_ids, expert_ids, num_post, 1, True, config)

@@ -48,3 +48,40 @@ def attention_geometry(config: dict[str, Any]) -> dict[str, Any]:
             "kind": kind, "q_size": q_size, "kv_size": kv_size, "qkv_rows": q_size + 2 * kv_size,
             "kv_bytes_per_token": 2 * layers * kv_size * ELEMENT_BYTES[dtype],
             "rope_theta": theta, "rope_type": rope_type}
+
+
+# ---------------------------------------------------------------- part two: the engine's rope_settings
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint asks for something the engine does not implement (here: a RoPE kind)."""
+
+
+# RoPE kind -> the keys it needs besides rope_theta.
+SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
+                        "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "yarn": ()}
+
+
+def rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """(rope_theta, scaling) from either spelling; scaling is None for plain RoPE."""
+    params = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})   # a copy: cfg stays as it was
+    theta = next(t for t in (params.pop("rope_theta", None), cfg.get("rope_theta"), 10000.0) if t is not None)
+    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not 0 < theta < float("inf"):
+        raise ValueError(f"rope_theta must be a positive number, got {theta!r}")
+    kind = params.pop("rope_type", None) or params.pop("type", None) or "default"
+    params.pop("type", None)
+    if kind not in SUPPORTED_ROPE_TYPES:
+        raise UnsupportedModelError(f"RoPE scaling type {kind!r} is not supported")
+    if (params.get("partial_rotary_factor") or cfg.get("partial_rotary_factor") or 1.0) != 1.0:
+        raise UnsupportedModelError("partial_rotary_factor != 1 is not supported")
+    missing = [k for k in SUPPORTED_ROPE_TYPES[kind] if params.get(k) is None]
+    if missing:
+        raise ValueError(f"RoPE scaling {kind!r} lacks {missing}")
+    if kind == "default":
+        return float(theta), None
+    if kind in ("llama3", "yarn"):
+        params["original_max_position_embeddings"] = (cfg.get("original_max_position_embeddings")
+                                                      or params.get("original_max_position_embeddings")
+                                                      or cfg.get("max_position_embeddings", 2048))
+    if kind == "yarn" and params.get("factor") is None:
+        params["factor"] = cfg.get("max_position_embeddings", 2048) / params["original_max_position_embeddings"]
+    return float(theta), {"rope_type": kind, **params}

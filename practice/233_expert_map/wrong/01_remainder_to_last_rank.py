@@ -1,31 +1,28 @@
-# Mistake: Gives all leftover experts to the last rank, as older vLLM did, instead of one each to the first ranks.
+# Mistake: Gives all leftover experts to the last rank, as vLLM did before PR #21497, instead of one each to the first ranks.
 from __future__ import annotations
 
-STRATEGIES = ("linear", "round_robin")
+import torch
 
 
-def determine_expert_map(ep_size: int, ep_rank: int, global_num_experts: int,
-                         strategy: str = "linear") -> tuple[int, list[int] | None]:
-    if ep_size < 1 or not 0 <= ep_rank < ep_size:
-        raise ValueError(f"need ep_size >= 1 and 0 <= ep_rank < ep_size, got {ep_size}, {ep_rank}")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown placement strategy {strategy!r}; expected one of {STRATEGIES}")
-    if ep_size == 1:
-        return global_num_experts, None
-    base, rem = divmod(global_num_experts, ep_size)
-    local = base + rem if ep_rank == ep_size - 1 else base
-    if strategy == "linear":
+def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
+    if not 0 <= ep_rank < ep_size:
+        raise ValueError(f"ep_rank must be in [0, ep_size={ep_size}), got {ep_rank}")
+    if placement == "linear":
+        base, rest = divmod(num_experts, ep_size)
         start = ep_rank * base
-        owned = range(start, start + local)
+        owned = list(range(start, start + base + (rest if ep_rank == ep_size - 1 else 0)))
+    elif placement == "round_robin":
+        owned = list(range(ep_rank, num_experts, ep_size))
     else:
-        owned = range(ep_rank, global_num_experts, ep_size)
-    expert_map = [-1] * global_num_experts
-    for i, g in enumerate(owned):
-        expert_map[g] = i
-    return local, expert_map
+        raise ValueError(f"unknown expert placement {placement!r}; use 'linear' or 'round_robin'")
+    expert_map = torch.full((num_experts,), -1, dtype=torch.int32)
+    for local, g in enumerate(owned):
+        expert_map[g] = local
+    return expert_map
 
 
-def localize_topk_ids(topk_ids: list[list[int]], expert_map: list[int] | None) -> list[list[int]]:
-    if expert_map is None:
-        return [list(row) for row in topk_ids]
-    return [[expert_map[e] for e in row] for row in topk_ids]
+def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
+    owners = torch.empty(num_experts, dtype=torch.int64)
+    for rank in range(ep_size):
+        owners[expert_map_for_rank(num_experts, ep_size, rank, placement) >= 0] = rank
+    return owners

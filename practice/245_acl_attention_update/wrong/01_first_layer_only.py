@@ -1,14 +1,33 @@
-# Mistake: The learner re-issues only the first layer's attention with the new lengths and just releases the others, which keep their captured lengths.
+# Mistake: Updates only the first layer's task, then records every event: the other layers keep the capture's lengths.
 from __future__ import annotations
 
+import importlib
+from typing import Any
 
-def update_attention_tasks(tasks: list, seq_lens: list[int]) -> None:
-    for task in tasks:
-        if len(seq_lens) > task.num_rows:
-            raise ValueError(f"{len(seq_lens)} requests do not fit a graph captured for {task.num_rows} rows")
-    first = tasks[0]
-    first.begin_update()
-    first.seq_lens = list(seq_lens) + [0] * (first.num_rows - len(seq_lens))
-    first.end_update()
-    for task in tasks:
-        task.event.record()
+import torch
+
+from mini_platform.ascend.acl_graph import GraphParams
+
+
+def update_attn_params(update_stream: Any, params: GraphParams, size: int, seq_lens: torch.Tensor) -> None:
+    if size not in params.handles:
+        raise ValueError(f"no ACL graph of size {size} was captured")
+    if tuple(seq_lens.shape) != (size,):
+        raise ValueError(f"seq_lens must have shape ({size},), got {tuple(seq_lens.shape)}")
+    context_lens = seq_lens.to(device="cpu", dtype=torch.int32)
+    torch_npu = importlib.import_module("torch_npu")
+    npu = torch_npu.npu
+    with npu.stream(update_stream):
+        for layer, (args, handle, event) in enumerate(zip(params.attn_params[size], params.handles[size],
+                                                          params.events[size])):
+            if layer > 0:
+                event.record(update_stream)
+                continue
+            query, key_cache, value_cache, num_kv_heads, num_heads, scale, block_table, _, out = args
+            npu.graph_task_update_begin(update_stream, handle)
+            torch_npu._npu_paged_attention(query=query, key_cache=key_cache, value_cache=value_cache,
+                                           num_kv_heads=num_kv_heads, num_heads=num_heads, scale_value=scale,
+                                           block_table=block_table, context_lens=context_lens, out=out,
+                                           workspace=params.workspaces.get(size))
+            npu.graph_task_update_end(update_stream)
+            event.record(update_stream)

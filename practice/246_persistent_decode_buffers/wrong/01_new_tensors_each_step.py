@@ -1,47 +1,48 @@
-# Mistake: The learner builds fresh tensors in fill and assigns them to the attributes, so the captured graph keeps reading the old buffers.
+# Mistake: Starts each step from fresh zero tensors for the token ids and positions: a captured graph still reads the old ones.
 from __future__ import annotations
 
-from typing import Callable
+import itertools
 
 import torch
 
-DecodeRequest = tuple[int, int, int, list[int]]  # (token_id, position, slot, block_table)
+from mini_platform.model.paged_attention import AttentionMetadata
 
 
-class DecodeBuffers:
-    def __init__(self, max_size: int, max_blocks: int) -> None:
-        self.max_size = max_size
-        self.input_ids = torch.zeros(max_size, dtype=torch.int64)
-        self.positions = torch.zeros(max_size, dtype=torch.int64)
-        self.slot_mapping = torch.zeros(max_size, dtype=torch.int32)
-        self.seq_lens = torch.zeros(max_size, dtype=torch.int32)
-        self.block_tables = torch.zeros(max_size, max_blocks, dtype=torch.int32)
+class InputBuffers:
+    def __init__(self, max_num_tokens: int, max_num_seqs: int, max_blocks_per_seq: int,
+                 device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
+        self.input_ids = torch.zeros(max_num_tokens, dtype=torch.int64, device=self.device)
+        self.positions = torch.zeros(max_num_tokens, dtype=torch.int64, device=self.device)
+        self.slot_mapping = torch.full((max_num_tokens,), -1, dtype=torch.int32, device=self.device)
+        self.block_tables = torch.zeros(max_num_seqs, max_blocks_per_seq, dtype=torch.int32, device=self.device)
+        self.seq_lens = torch.zeros(max_num_seqs, dtype=torch.int32, device=self.device)
+        self.query_start_loc = torch.zeros(max_num_seqs + 1, dtype=torch.int32, device=self.device)
 
-    def fill(self, batch: list[DecodeRequest], padded_size: int) -> None:
-        n = len(batch)
-        if n > padded_size or padded_size > self.max_size:
-            raise ValueError(f"need len(batch)={n} <= padded_size={padded_size} <= max_size={self.max_size}")
-        tokens = [request[0] for request in batch]
-        positions = [request[1] for request in batch]
-        slots = [request[2] for request in batch]
-        self.input_ids = torch.cat([torch.tensor(tokens, dtype=torch.int64), self.input_ids[n:]])
-        self.positions[:n].copy_(torch.tensor(positions, dtype=torch.int64))
-        self.slot_mapping[:n].copy_(torch.tensor(slots, dtype=torch.int32))
-        self.seq_lens[:n].copy_(torch.tensor(positions, dtype=torch.int32) + 1)
-        self.block_tables[:padded_size].zero_()
-        for row, (*_, table) in enumerate(batch):
-            self.block_tables[row, :len(table)] = torch.tensor(table, dtype=torch.int32)
-        self.input_ids[n:padded_size] = 0
-        self.positions[n:padded_size] = 0
-        self.slot_mapping[n:padded_size] = -1
-        self.seq_lens[n:padded_size] = 0
+    def _write(self, target: torch.Tensor, values: list) -> None:
+        target.copy_(torch.tensor(values, dtype=target.dtype).reshape(target.shape))
 
+    def fill(self, input_ids: list[int], positions: list[int], slots: list[int], block_tables: list[list[int]],
+             seq_lens: list[int], query_lens: list[int]) -> None:
+        t, b = len(input_ids), len(seq_lens)
+        if t > self.input_ids.shape[0]:
+            raise ValueError(f"{t} tokens exceed max_num_tokens={self.input_ids.shape[0]}")
+        if b > self.seq_lens.shape[0]:
+            raise ValueError(f"{b} requests exceed max_num_seqs={self.seq_lens.shape[0]}")
+        width = max((len(row) for row in block_tables), default=0)
+        if width > self.block_tables.shape[1]:
+            raise ValueError(f"a block table of {width} blocks exceeds max_blocks_per_seq={self.block_tables.shape[1]}")
+        self.input_ids = torch.zeros_like(self.input_ids)
+        self.input_ids[:t] = torch.tensor(input_ids, dtype=torch.int64)
+        self.positions = torch.zeros_like(self.positions)
+        self.positions[:t] = torch.tensor(positions, dtype=torch.int64)
+        self._write(self.slot_mapping[:t], slots)
+        self._write(self.seq_lens[:b], seq_lens)
+        self._write(self.query_start_loc[:b + 1], list(itertools.accumulate(query_lens, initial=0)))
+        if width:
+            self._write(self.block_tables[:b, :width], [row + [0] * (width - len(row)) for row in block_tables])
 
-def run_decode(buffers: DecodeBuffers, graphs: dict[int, Callable[[], torch.Tensor]],
-               batch: list[DecodeRequest]) -> torch.Tensor:
-    fitting = [size for size in graphs if size >= len(batch)]
-    if not fitting:
-        raise ValueError(f"no captured graph holds {len(batch)} requests (sizes {sorted(graphs)})")
-    size = min(fitting)
-    buffers.fill(batch, size)
-    return graphs[size]()[:len(batch)].clone()
+    def metadata(self, num_tokens: int, num_seqs: int, max_query_len: int) -> AttentionMetadata:
+        return AttentionMetadata(slot_mapping=self.slot_mapping[:num_tokens], block_tables=self.block_tables[:num_seqs],
+                                 query_start_loc=self.query_start_loc[:num_seqs + 1],
+                                 seq_lens=self.seq_lens[:num_seqs], max_query_len=max_query_len)

@@ -1,5 +1,5 @@
 // Shared by every page: the Chinese/English switch, the visitor's progress (localStorage) and the
-// status cells and progress bars that show it. Labels come from practice/render.py through the
+// status cells and progress bars that show it. Labels come from practice/judging/render.py through the
 // page's #mp-labels JSON, so the site and the local judge name statuses alike.
 export const store = {
   get(key, fallback = null) {

@@ -1,0 +1,13 @@
+# Mistake: Checks the counts with min() only when the step is not empty, so an empty step replays the smallest graph.
+from __future__ import annotations
+
+import bisect
+
+
+def dispatch_graph(num_scheduled_tokens: list[int], capture_sizes: list[int]) -> int | None:
+    if num_scheduled_tokens and min(num_scheduled_tokens) < 1:
+        raise ValueError(f"a step needs at least one request of >= 1 token, got {num_scheduled_tokens}")
+    if any(n != 1 for n in num_scheduled_tokens):
+        return None
+    i = bisect.bisect_left(capture_sizes, len(num_scheduled_tokens))
+    return capture_sizes[i] if i < len(capture_sizes) else None

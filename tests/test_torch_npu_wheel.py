@@ -1,0 +1,272 @@
+"""Every torch_npu call of the Ascend backend, checked against the real torch-npu wheel (read as data, never
+installed; see tests/npu_wheel.py and tests/npu_calls.py).
+
+The calls are collected, not listed: recorded while the engine runs tiny Llama, Mixtral and Qwen2-MoE checkpoints
+on ``backend="npu"`` under the emulation (eager and with ACL graphs, MoE routing v1 and v2), and found by an AST
+scan of the sources. Skipped, with the command that fetches it, when the wheel is not on this machine
+(``.ci/run`` downloads it).
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import npu_calls
+import npu_wheel
+from npu_calls import Call
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch_npu") is not None,
+                                reason="a real torch_npu is installed; the emulation refuses to shadow it")
+
+PROMPTS = [[5, 9, 13, 2, 7, 11, 3], [8, 1, 4], [6, 6, 10, 12, 14]]
+# (architecture, MoE routing, enforce_eager): each routing once eagerly and once under ACL graphs.
+WORKLOADS = [("llama", "v2", True), ("llama", "v2", False), ("mixtral", "v2", True), ("mixtral", "v1", False),
+             ("qwen2_moe", "v1", True), ("qwen2_moe", "v2", False)]
+
+# Where the wheel contradicts itself: the emulation follows the op documentation, the meta function says otherwise.
+# (op, output index) -> the documentation's words (checked to be in this release's _op_plugin_docs.py).
+DOCUMENTED_OVER_META = {
+    ("npu_fused_infer_attention_score", 1): "softmax_lse_flag为False时, 则输出shape为[1]的值为0的Tensor",
+}
+
+
+@pytest.fixture(scope="module")
+def wheel() -> npu_wheel.Wheel:
+    path = npu_wheel.wheel_path()
+    if path is None:
+        pytest.skip(f"the torch-npu {npu_wheel.pinned_version()} wheel is not here; fetch it (as .ci/run does) with "
+                    f"`{npu_wheel.download_command()}` or set {npu_wheel.ENV_VAR}")
+    return npu_wheel.open_wheel(path)
+
+
+def run_workloads(tmp: Path) -> list[Call]:
+    """Record every torch_npu call the engine makes on :data:`WORKLOADS` (chunked prefill, prefix reuse, decode)."""
+    from mini_platform import LLM, SamplingParams
+    from mini_platform.model.tiny import make_tiny_checkpoint
+
+    params = SamplingParams(temperature=0, max_tokens=3, ignore_eos=True)
+    calls: list[Call] = []
+    for arch, routing, eager in WORKLOADS:
+        checkpoint = tmp / arch
+        if not checkpoint.exists():
+            make_tiny_checkpoint(checkpoint, arch, seed=1)
+        with pytest.MonkeyPatch.context() as patch, npu_calls.recording() as recorded:
+            patch.setenv("MINI_PLATFORM_NPU_MOE_ROUTING", routing)
+            llm = LLM(str(checkpoint), block_size=16, backend="npu", max_num_seqs=4, max_num_batched_tokens=8,
+                      enforce_eager=eager)
+            llm.generate(PROMPTS, params)
+            llm.generate([PROMPTS[0] + [1, 2]], params)      # a prefix-cache hit
+        calls += recorded
+    return calls
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory) -> list[Call]:
+    return run_workloads(tmp_path_factory.mktemp("npu_workloads"))
+
+
+def op_calls(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if c.name.startswith("torch_npu.")]
+
+
+def test_the_workloads_reach_every_family_of_ops(calls):
+    names = {c.name for c in calls}
+    for expected in ("torch_npu.npu_rms_norm", "torch_npu.npu_add_rms_norm", "torch_npu._npu_rotary_embedding",
+                     "torch_npu.npu_swiglu", "torch_npu._npu_reshape_and_cache", "torch_npu._npu_paged_attention",
+                     "torch_npu.npu_fused_infer_attention_score", "torch_npu.npu_moe_init_routing",
+                     "torch_npu.npu_moe_init_routing_v2", "torch_npu.npu_grouped_matmul",
+                     "torch_npu.npu_moe_finalize_routing", "torch_npu.npu_moe_token_unpermute",
+                     "torch.npu.graph_task_update_begin", "torch.npu.NPUGraph.replay", "torch.npu.ExternalEvent.record"):
+        assert expected in names
+
+
+def test_every_recorded_op_call_fits_the_wheel_schema(wheel, calls):
+    report = npu_calls.Report()
+    for call in op_calls(calls):
+        overload, problems = npu_calls.check_op_call(wheel, call)
+        if overload is not None:
+            problems = npu_calls.check_returns(overload, call.result)
+        report.add(call.name, call.site, problems)
+    print("\n" + report.table())
+    assert not {n: p for n, p in report.problems.items() if p}, report.table()
+
+
+def test_every_recorded_torch_npu_api_call_fits_the_wheel_source(wheel, calls):
+    report = npu_calls.Report()
+    for call in calls:
+        if call.name.startswith("torch.npu."):
+            report.add(call.name, call.site, npu_calls.check_python_call(wheel, call))
+    print("\n" + report.table())
+    assert {"torch.npu.graph", "torch.npu.NPUGraph", "torch.npu.graph_task_group_end"} <= set(report.sites)
+    assert not {n: p for n, p in report.problems.items() if p}, report.table()
+
+
+def test_the_ast_scan_finds_no_call_the_recording_missed_or_that_does_not_fit(wheel, calls):
+    recorded = {(c.name, c.site) for c in calls}
+    static_only = [s for s in npu_calls.scan_sources() if (s.name, s.site) not in recorded]
+    assert len(static_only) < len(npu_calls.scan_sources()) / 2       # the recording reached most sites
+    bad = {s.site: p for s in static_only if (p := npu_calls.check_source_site(wheel, s))}
+    assert not bad, bad
+
+
+def test_the_emulation_returns_what_the_wheels_meta_functions_compute(wheel, calls):
+    docs = wheel.op_docs
+    for (op, _), words in DOCUMENTED_OVER_META.items():
+        assert words in docs[op], f"{op}: the documentation no longer says {words!r}"
+    checked, mismatches = set(), {}
+    for call in op_calls(calls):
+        overload, _ = npu_calls.check_op_call(wheel, call)
+        skip = frozenset(i for (op, i) in DOCUMENTED_OVER_META if op == call.op)
+        problems = npu_calls.check_meta(wheel, call, overload, skip)
+        if problems is not None:
+            checked.add(call.op)
+        if problems:
+            mismatches.setdefault(call.op, problems)
+    print(f"\nmeta functions run: {sorted(checked)}")
+    assert {"npu_rms_norm", "npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_fused_infer_attention_score"} <= checked
+    assert not mismatches, mismatches
+
+
+def test_the_documented_exception_is_real(wheel, calls):
+    """The meta function and the emulation do differ where :data:`DOCUMENTED_OVER_META` says (else drop the entry)."""
+    for (op, index) in DOCUMENTED_OVER_META:
+        call = first(calls, f"torch_npu.{op}")
+        problems = npu_calls.check_meta(wheel, call, npu_calls.check_op_call(wheel, call)[0])
+        assert any(p.startswith(f"output {index}:") for p in problems), problems
+
+
+def test_the_emulated_ops_take_the_wheels_arguments_and_defaults(wheel):
+    """Every emulated op, used by the engine or not: the schema's argument names, order, keyword-only split and
+    defaults (so a call that relies on a default gets the wheel's)."""
+    from mini_platform.ascend.emulation import build_module
+
+    fake = build_module()
+    ops = {name: inspect.unwrap(fn) for name, fn in vars(fake).items()
+           if not name.startswith("__") and callable(fn) and name != "npu"}
+    assert len(ops) >= 15
+    problems = {name: npu_calls.compare_with_schema(fn, wheel.op_schemas(name)[0]) if wheel.op_schemas(name)
+                else ["no such op in the wheel"] for name, fn in ops.items()}
+    bad = {name: p for name, p in problems.items() if p}
+    assert not bad, bad
+
+
+def emulated_api(module) -> list[tuple[str, object]]:
+    """(``torch.npu`` name, function) for each function of the emulated ``torch.npu``, and for each of its classes
+    the class's own ``__init__`` and public methods (``self`` dropped)."""
+    members = []
+    for name, value in vars(module).items():
+        if name.startswith("__"):
+            continue
+        if not isinstance(value, type):
+            members.append((f"torch.npu.{name}", inspect.signature(value)))
+            continue
+        own = {"": vars(value)["__init__"]} if "__init__" in vars(value) else {}
+        own.update({f".{m}": fn for m, fn in vars(value).items() if not m.startswith("_") and inspect.isfunction(fn)})
+        for suffix, fn in own.items():
+            signature = inspect.signature(fn)
+            members.append((f"torch.npu.{name}{suffix}",
+                            signature.replace(parameters=list(signature.parameters.values())[1:])))
+    return members
+
+
+def test_the_emulated_torch_npu_api_has_the_wheels_signatures(wheel):
+    from mini_platform.ascend.emulation import npu
+
+    members = emulated_api(npu.build_npu_module())
+    assert len(members) >= 15
+    problems = {}
+    for dotted, ours in members:
+        theirs = wheel.python_signatures(dotted)    # a class: [__new__, __init__], or the one it defines
+        problems[dotted] = npu_calls.compare_signatures(ours, theirs[-1]) if theirs else ["not in the wheel"]
+    bad = {name: p for name, p in problems.items() if p}
+    assert not bad, bad
+
+
+# -- the checker itself: a wrong call must be reported ---------------------------------------------------------------
+
+def first(calls: list[Call], name: str) -> Call:
+    return next(c for c in calls if c.name == name)
+
+
+def test_a_misspelt_keyword_is_reported(wheel, calls):
+    finalize = first(calls, "torch_npu.npu_moe_finalize_routing")
+    assert npu_calls.check_op_call(wheel, finalize)[1] == []
+    kwargs = {("expert_for_source_row" if k == "export_for_source_row" else k): v for k, v in finalize.kwargs.items()}
+    _, problems = npu_calls.check_op_call(wheel, dataclasses.replace(finalize, kwargs=kwargs))
+    assert any("no argument named 'expert_for_source_row'" in p and "'export_for_source_row'" in p for p in problems)
+    assert any("missing 'export_for_source_row'" in p for p in problems)
+
+    paged = first(calls, "torch_npu._npu_paged_attention")
+    kwargs = {("scale" if k == "scale_value" else k): v for k, v in paged.kwargs.items()}
+    assert npu_calls.check_op_call(wheel, dataclasses.replace(paged, kwargs=kwargs))[1]
+
+
+def test_a_wrong_type_a_missing_argument_and_a_keyword_only_passed_by_position_are_reported(wheel, calls):
+    fia = first(calls, "torch_npu.npu_fused_infer_attention_score")
+    _, problems = npu_calls.check_op_call(wheel, dataclasses.replace(fia, kwargs={**fia.kwargs, "input_layout": 3}))
+    assert any("input_layout=3 does not fit str" in p for p in problems)
+    rms = first(calls, "torch_npu.npu_rms_norm")
+    _, problems = npu_calls.check_op_call(wheel, dataclasses.replace(rms, args=rms.args[:1]))
+    assert any("missing 'gamma'" in p for p in problems)
+    routing = first(calls, "torch_npu.npu_moe_init_routing_v2")
+    as_positional = dataclasses.replace(routing, args=routing.args + (routing.kwargs["active_num"],),
+                                        kwargs={k: v for k, v in routing.kwargs.items() if k != "active_num"})
+    assert any("keyword-only" in p for p in npu_calls.check_op_call(wheel, as_positional)[1])
+    grouped = first(calls, "torch_npu.npu_grouped_matmul")
+    assert npu_calls.check_op_call(wheel, grouped)[0].startswith("npu_grouped_matmul(")   # the Tensor group_list overload
+    listed = dataclasses.replace(grouped, kwargs={**grouped.kwargs, "group_list": [1, 2]})
+    assert npu_calls.check_op_call(wheel, listed)[0].startswith("npu_grouped_matmul.List(")
+    as_text = dataclasses.replace(grouped, kwargs={**grouped.kwargs, "split_item": "2"})
+    assert any("split_item='2' does not fit" in p for p in npu_calls.check_op_call(wheel, as_text)[1])
+
+
+def test_a_wrong_torch_npu_api_call_is_reported(wheel, calls):
+    graph = first(calls, "torch.npu.graph")
+    assert npu_calls.check_python_call(wheel, graph) == []
+    kwargs = {("poll" if k == "pool" else k): v for k, v in graph.kwargs.items()}
+    assert any("poll" in p for p in npu_calls.check_python_call(wheel, dataclasses.replace(graph, kwargs=kwargs)))
+    update = first(calls, "torch.npu.graph_task_update_begin")
+    assert npu_calls.check_python_call(wheel, dataclasses.replace(update, args=update.args[:1]))
+
+
+def test_a_misspelt_keyword_in_the_source_is_reported(wheel):
+    site = npu_calls.SourceSite("torch_npu.npu_moe_init_routing_v2", "x.py:1", 2, ("active_num", "expert_nums"))
+    assert any("expert_nums" in p for p in npu_calls.check_source_site(wheel, site))
+    assert npu_calls.check_source_site(wheel, npu_calls.SourceSite("torch.npu.set_device", "x.py:2", 1, ())) == []
+    assert npu_calls.check_source_site(wheel, npu_calls.SourceSite("torch_npu.npu_swiglu_typo", "x.py:3", 1, ()))
+
+
+def test_the_emulations_quotes_of_the_op_documentation_are_in_this_release(wheel):
+    """Every quoted Chinese passage in the emulation's docstrings is text of the wheel's ``_op_plugin_docs.py``."""
+    from mini_platform.ascend import emulation
+
+    squeeze = lambda text: re.sub(r"\s+", "", text)   # noqa: E731  (docstrings wrap lines)
+    docs = squeeze("".join(wheel.op_docs.values()))
+    quotes = []
+    for path in sorted(Path(emulation.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+                quotes += [(path.name, q) for q in re.findall(r'"([^"]+)"', ast.get_docstring(node))
+                           if re.search(r"[\u4e00-\u9fff]", q)]
+    assert len(quotes) >= 8
+    assert [(name, q) for name, q in quotes if squeeze(q) not in docs] == []
+
+
+def test_the_atb_schemas_are_read_out_of_the_library_and_match_their_declarations(wheel):
+    """The ATB ops the engine calls were reassembled from libop_plugin_atb.so, agree with AtbOpsInterface.h
+    (checked while reading), and carry what the header cannot say: ``workspace`` is keyword-only, default None."""
+    declared = npu_wheel._cpp_declarations(wheel.text(npu_wheel.ATB_HEADER))
+    for op in ("_npu_reshape_and_cache", "_npu_paged_attention", "_npu_paged_attention_get_workspace",
+               "_npu_rotary_embedding"):
+        assert op in wheel.atb_top_level and op in declared and len(wheel.op_schemas(op)) == 1
+    workspace = wheel.op_schemas("_npu_paged_attention")[0].arguments[-1]
+    assert (workspace.name, workspace.kwarg_only, workspace.default_value) == ("workspace", True, None)
+    with pytest.raises(ValueError, match="does not match its C\\+\\+ declaration"):
+        npu_wheel._check_against_declaration(wheel.op_schemas("_npu_reshape_and_cache")[0],
+                                             declared["_npu_reshape_and_cache"][::-1])
