@@ -193,7 +193,7 @@ class LLMEngine:
         dtype = _torch_dtype(config.dtype)
         if config.tensor_parallel_size > 1:  # before anything is sized from the split
             sharding.check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
-        num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
+        num_blocks = self._num_kv_blocks(model_config, dtype)
 
         self.model_config = model_config
         if config.tensor_parallel_size == 1:
@@ -226,13 +226,17 @@ class LLMEngine:
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
 
-    def _default_num_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
-        """Room for max_num_seqs full-length requests, at most DEFAULT_KV_CACHE_BYTES per rank (a rank caches only
-        its KV heads, so tensor parallelism fits more blocks)."""
+    def _num_kv_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
+        """Each rank's KV cache plan (a rank caches only its KV heads): room for max_num_seqs full-length requests,
+        at most DEFAULT_KV_CACHE_BYTES per rank. ``num_kv_blocks`` overrides the number of blocks, the way vLLM's
+        ``num_gpu_blocks_override`` replaces the planned count (``get_num_blocks``, vllm/v1/core/kv_cache_utils.py
+        at commit bbf906a8); the bytes of a block stay the plan's."""
         plan = sharding.kv_cache_plan(c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
                                       self.config.tensor_parallel_size, self.config.block_size,
                                       DEFAULT_KV_CACHE_BYTES, dtype.itemsize)
-        return min(self.config.max_num_seqs * cdiv(self.max_model_len, self.config.block_size), plan["num_blocks"])
+        self.kv_block_bytes_per_rank = plan["block_bytes"]
+        wanted = self.config.max_num_seqs * cdiv(self.max_model_len, self.config.block_size)
+        return self.config.num_kv_blocks or min(wanted, plan["num_blocks"])
 
     # -- requests -----------------------------------------------------------------------------------
     def tokenize(self, prompt: Prompt) -> list[int]:
@@ -333,6 +337,7 @@ class LLMEngine:
         return {"num_preemptions": self.scheduler.num_preemptions,
                 "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
                 "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks,
+                "kv_cache_bytes_per_rank": self.kv.num_blocks * self.kv_block_bytes_per_rank,
                 "cudagraph_capture_sizes": g.capture_sizes, "graph_capture_seconds": g.capture_seconds,
                 "num_graph_steps": g.num_graph_steps, "num_eager_steps": g.num_eager_steps,
                 "num_padded_tokens": g.num_padded_tokens}

@@ -21,7 +21,7 @@ from mini_platform import LLM, LLMEngine, SamplingParams
 from mini_platform.distributed import parallel_state
 from mini_platform.executor.multiproc import MultiprocExecutor, WorkerError, free_port
 from mini_platform.model import load_model, make_tiny_checkpoint
-from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, vocab_range
+from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, kv_split, vocab_range
 from mini_platform.model.config import ModelConfig
 
 GREEDY = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
@@ -217,6 +217,9 @@ def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
     try:
         got = [o.token_ids for o in llm.generate(batch, GREEDY)]
         assert llm.engine.stats()["num_preemptions"] == one.engine.stats()["num_preemptions"]
+        kv_heads = one.engine.model_config.num_key_value_heads   # a rank caches only its KV heads (split or one copy)
+        assert llm.engine.stats()["kv_cache_bytes_per_rank"] * kv_heads == \
+            one.engine.stats()["kv_cache_bytes_per_rank"] * kv_split(kv_heads, tp)[0]
     finally:
         if arch == "llama":  # dropping the last reference stops the workers as close() does
             del llm
