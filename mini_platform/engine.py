@@ -206,18 +206,18 @@ class LLMEngine:
                 enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
                 max_num_seqs=config.max_num_seqs, max_num_batched_tokens=config.max_num_batched_tokens,
                 max_model_len=self.max_model_len)
-        else:  # the model lives in the workers (eager); rank 0's logits come back to the CPU
+        else:  # the model (and its decode graphs) lives in the workers; rank 0's logits come back to the CPU
             if torch.device(device).type != platform.device_type:
                 raise ValueError(f"device={config.device!r} with tensor_parallel_size > 1: each worker uses its own "
                                  f"{platform.device_type} device (rank r on {platform.device_type}:r); drop device=")
-            if config.enforce_eager is False:
-                raise ValueError("decode graphs (enforce_eager=False) are not supported with tensor_parallel_size > 1; "
-                                 "the workers run eagerly: leave enforce_eager unset")
+            from .ascend import emulation  # the workers run under the emulation when the driver does
             self.model = None
+            sizes = config.cudagraph_capture_sizes
             self.runner = MultiprocExecutor(WorkerConfig(
                 config.model, config.tensor_parallel_size, dtype, num_blocks, config.block_size, config.backend,
                 config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
-                config.enable_expert_parallel, config.moe_comm))
+                config.enable_expert_parallel, config.moe_comm, enforce_eager=config.enforce_eager,
+                capture_sizes=None if sizes is None else tuple(sizes), emulated_torch_npu=emulation.is_installed()))
         self.logits_device = self.model.device if self.model is not None else torch.device("cpu")
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,

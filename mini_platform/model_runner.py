@@ -52,6 +52,23 @@ class GraphStats:
     num_eager_steps: int = 0
     num_padded_tokens: int = 0
 
+    def count_step(self, graph_size: int | None, num_seqs: int) -> None:
+        """Count one step of ``num_seqs`` requests: replayed in the graph of ``graph_size``, or eager (None)."""
+        if graph_size is not None:
+            self.num_graph_steps += 1
+            self.num_padded_tokens += graph_size - num_seqs
+        elif self.capture_sizes:
+            self.num_eager_steps += 1
+
+
+def decode_graph_size(batch: SchedulerOutput, capture_sizes: Sequence[int]) -> int | None:
+    """The capture size (ascending ``capture_sizes``) a step replays, by ``capture_sizes.dispatch_graph``: a
+    decode-only step padded up to the next size, or None (a prefill or mixed step, one larger than every graph,
+    or no graphs): run it eagerly. The model runner and the tensor-parallel executor both ask it."""
+    if not capture_sizes:
+        return None
+    return graph_sizes.dispatch_graph([s.num_new_tokens for s in batch.scheduled], list(capture_sizes))
+
 
 @dataclass
 class StepInput:
@@ -190,9 +207,7 @@ class ModelRunner:
 
     def graph_size(self, batch: SchedulerOutput) -> int | None:
         """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
-        if self.graphs is None:
-            return None
-        return graph_sizes.dispatch_graph([s.num_new_tokens for s in batch.scheduled], self.capture_sizes)
+        return decode_graph_size(batch, self.capture_sizes if self.graphs is not None else ())
 
     def prepare(self, step: StepInput,
                 pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
@@ -213,16 +228,13 @@ class ModelRunner:
     @torch.inference_mode()
     def execute_step(self, step: StepInput, graph_size: int | None = None) -> torch.Tensor:
         """Run a flattened step: padded up to ``graph_size`` and replayed in that graph, or eagerly (None).
-        Tensor-parallel workers run the steps the driver sends them this way, eagerly."""
+        Tensor-parallel workers run the steps the driver sends them this way (the driver picks ``graph_size``)."""
         _, _, metadata = self.prepare(step, pad_to=graph_size)
         if graph_size is None:
             hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
-            if self.graphs is not None:
-                self.graph_stats.num_eager_steps += 1
         else:
             hidden = self.graphs.replay(graph_size, metadata)
-            self.graph_stats.num_graph_steps += 1
-            self.graph_stats.num_padded_tokens += graph_size - len(step.seq_lens)
+        self.graph_stats.count_step(graph_size, len(step.seq_lens))
         rows = step.sample_rows
         if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
             return self.model.compute_logits(hidden[:len(rows)])

@@ -55,3 +55,38 @@ def test_a_wrong_solution_changes_exactly_one_place():
                                'kernel_backend = "cpu"'))
     assert 'kernel_backend = "cpu"' in (copy / "lumen_npu" / "platform.py").read_text()
     assert 'kernel_backend = "lumen"' in (harness.REFERENCE / "lumen_npu" / "platform.py").read_text()
+
+
+@pytest.fixture
+def lumen(monkeypatch):
+    """The reference Lumen plugin as this process's platform (and, through the environment and sys.path
+    they inherit, the platform of any worker it spawns); everything is put back afterwards."""
+    from mini_platform import ops, platforms, plugins
+    monkeypatch.setattr(sys, "path", list(sys.path))  # activate() edits sys.path in place
+    for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
+                 "LUMEN_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LUMEN_DEVICE_ROOT", str(harness.fake_device_root("lumen0", "lumen1")))
+    monkeypatch.setenv("MINI_PLATFORM", "lumen")
+    harness.activate(harness.install(harness.REFERENCE))
+    yield
+    platforms.clear_current_platform()
+    plugins.clear_general_plugins()
+    ops.unregister_backend(harness.KERNEL_BACKEND)
+
+
+def test_tensor_parallel_on_a_graph_mode_platform_works_by_default(lumen):
+    """Lumen's default is decode graphs (it names a graph wrapper): TP=2 with enforce_eager unset must run,
+    its workers capturing the graphs with the all-reduces inside, and match transformers."""
+    import multiprocessing
+
+    from mini_platform import LLM, SamplingParams, platforms
+    prompts = ((1, 17, 42, 99, 7), (1, 5), tuple(range(3, 43)))
+    path, expected = harness.tiny_llama(prompts, 6)
+    with LLM(path, tensor_parallel_size=2, block_size=32, num_kv_blocks=16, max_num_seqs=4) as llm:
+        assert type(platforms.current_platform).__name__ == "LumenPlatform"
+        outputs = llm.generate([list(p) for p in prompts], SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
+        stats = llm.engine.stats()
+    assert stats["cudagraph_capture_sizes"] == [1, 2, 4] and stats["num_graph_steps"] > 0   # up to max_num_seqs
+    assert [o.token_ids for o in outputs] == expected
+    assert not multiprocessing.active_children()

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import warnings
 
 import pytest
 import torch
@@ -23,6 +24,7 @@ from mini_platform.executor.multiproc import MultiprocExecutor, WorkerError, fre
 from mini_platform.model import load_model, make_tiny_checkpoint
 from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, kv_split, vocab_range
 from mini_platform.model.config import ModelConfig
+from mini_platform.model_runner import GraphStats
 
 GREEDY = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
 # Small blocks, a small cache and a small token budget: preemption and chunked prefill both happen.
@@ -71,8 +73,6 @@ def test_impossible_splits_are_rejected_before_any_process_starts(checkpoints):
         LLM(checkpoints["llama"], tensor_parallel_size=3)
     with pytest.raises(ValueError, match="tensor_parallel_size"):
         LLM(checkpoints["llama"], tensor_parallel_size=0)
-    with pytest.raises(ValueError, match="enforce_eager=False"):
-        LLM(checkpoints["llama"], tensor_parallel_size=2, enforce_eager=False)
     with pytest.raises(ValueError, match="moe_comm='all2all'"):
         LLM(checkpoints["mixtral"], tensor_parallel_size=2, enable_expert_parallel=True, moe_comm="all2all")
     assert not multiprocessing.active_children()
@@ -204,22 +204,36 @@ def test_single_rank_groups_are_no_ops():
     ("qwen2", 4, {}),                 # Q/K/V bias, tied embeddings; the 2 KV heads replicated on 4 ranks
     ("mixtral", 2, {"enable_expert_parallel": True, "moe_comm": "alltoall"}),
     ("qwen2_moe", 2, {"enable_expert_parallel": True, "moe_comm": "allgather"}),  # + a TP-split shared expert
-    ("qwen2_moe", 2, {}),             # no EP: every expert's intermediate dim split
-], ids=["llama-tp2", "qwen2-tp4", "mixtral-ep2-alltoall", "qwen2_moe-ep2-allgather", "qwen2_moe-tp2"])
+    # no EP: every expert's intermediate dim split. Graphs asked for, but the CPU MoE kernels cannot be captured
+    ("qwen2_moe", 2, {"enforce_eager": False}),
+    ("llama", 2, {"enforce_eager": False}),  # decode graphs in the workers, the all-reduces inside them
+], ids=["llama-tp2", "qwen2-tp4", "mixtral-ep2-alltoall", "qwen2_moe-ep2-allgather", "qwen2_moe-tp2-graphs",
+        "llama-tp2-graphs"])
 def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
-    """Under preemption and chunked prefill, equal to one process token for token."""
+    """Under preemption and chunked prefill, equal to one process token for token (which runs eagerly)."""
     batch = prompts(tp, [5, 23, 9, 17, 2, 30])
     one = LLM(checkpoints[arch], **STRESS)
     want = [o.token_ids for o in one.generate(batch, GREEDY)]
     assert one.engine.stats()["num_preemptions"] > 0  # the cache really was too small
-    llm = LLM(checkpoints[arch], tensor_parallel_size=tp, **parallel, **STRESS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        llm = LLM(checkpoints[arch], tensor_parallel_size=tp, **parallel, **STRESS)
     pids = llm.engine.runner.pids
     try:
         got = [o.token_ids for o in llm.generate(batch, GREEDY)]
-        assert llm.engine.stats()["num_preemptions"] == one.engine.stats()["num_preemptions"]
+        stats = llm.engine.stats()
+        assert stats["num_preemptions"] == one.engine.stats()["num_preemptions"]
         kv_heads = one.engine.model_config.num_key_value_heads   # a rank caches only its KV heads (split or one copy)
-        assert llm.engine.stats()["kv_cache_bytes_per_rank"] * kv_heads == \
+        assert stats["kv_cache_bytes_per_rank"] * kv_heads == \
             one.engine.stats()["kv_cache_bytes_per_rank"] * kv_split(kv_heads, tp)[0]
+        fallback = [str(w.message) for w in caught if "cannot be captured" in str(w.message)]
+        if arch == "qwen2_moe" and parallel.get("enforce_eager") is False:  # said once, not once per rank
+            assert len(fallback) == 1 and fallback[0].startswith("tensor-parallel worker rank 0: ")
+            assert stats["cudagraph_capture_sizes"] == [] and stats["num_graph_steps"] == 0
+        elif parallel.get("enforce_eager") is False:  # vLLM's default schedule, up to STRESS's max_num_seqs
+            assert not fallback
+            want_sizes = [s for s in [1, 2, 4, 8] if s <= STRESS["max_num_seqs"]]
+            assert stats["cudagraph_capture_sizes"] == want_sizes and stats["num_graph_steps"] > 0
     finally:
         if arch == "llama":  # dropping the last reference stops the workers as close() does
             del llm
@@ -267,6 +281,66 @@ def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):
     save_file(tensors, str(bad / "model.safetensors"))
     with pytest.raises(WorkerError, match=r"(?s)worker rank \d failed: .*CheckpointError.*up_proj"):
         LLM(bad, tensor_parallel_size=2)
+    assert not multiprocessing.active_children()
+
+
+def test_emulated_npu_backend_runs_in_the_workers_equal_to_one_process(checkpoints, emulated_npu):
+    """The driver's torch_npu emulation is carried into each worker (a spawned interpreter would not have it),
+    and the emulated ACL graphs replay with the all-reduces inside them."""
+    batch = prompts(7, [5, 23, 9, 2])
+    options = dict(backend="npu", block_size=16, max_num_seqs=4, max_num_batched_tokens=16)
+    want = [o.token_ids for o in LLM(checkpoints["llama"], **options).generate(batch, GREEDY)]
+    with LLM(checkpoints["llama"], tensor_parallel_size=2, enforce_eager=False, **options) as llm:
+        got = [o.token_ids for o in llm.generate(batch, GREEDY)]
+        assert llm.engine.stats()["num_graph_steps"] > 0
+    assert got == want
+    assert not multiprocessing.active_children()
+
+
+RANK_ONE_BREAKS = """
+import multiprocessing
+
+
+def register():
+    if multiprocessing.parent_process() is None:  # the driver (the test process) keeps its runner
+        return
+    import torch.distributed as dist
+    from mini_platform.model_runner import ModelRunner
+
+    def execute_step(self, *args):
+        if dist.get_rank() == 1:
+            raise ValueError("rank one broke")
+        return run(self, *args)
+
+    run, ModelRunner.execute_step = ModelRunner.execute_step, execute_step
+"""
+
+
+def test_the_failing_rank_comes_before_the_peers_it_cut_off(checkpoints, tmp_path, monkeypatch):
+    """Rank 1 raises in a step while rank 0 waits in an all-reduce for it, which then fails with gloo's lost
+    connection: the error must begin with rank 1's own error. Rank 1's failure is a general plugin the
+    spawned workers load (they inherit sys.path); the driver's test process is left alone."""
+    from mini_platform import plugins
+    from mini_platform.executor import multiproc
+    info = tmp_path / "rank_one_breaks-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rank_one_breaks\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{plugins.GENERAL_PLUGINS_GROUP}]\nbreak = rank_one_breaks:register\n")
+    (tmp_path / "rank_one_breaks.py").write_text(RANK_ONE_BREAKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("MINI_PLATFORM_PLUGINS", raising=False)
+    monkeypatch.setattr(multiproc, "FAILURE_GRACE_S", 60.0)  # wait for rank 0's error, however busy the machine
+    engine = LLMEngine(checkpoints["llama"], tensor_parallel_size=2)
+    try:
+        engine.add_request(prompts(0, [6])[0], GREEDY)
+        with pytest.raises(WorkerError) as failure:
+            engine.step()
+    finally:
+        engine.close()
+    text = str(failure.value)
+    first, second = text.index("worker rank 1 failed: ValueError: rank one broke"), text.index("worker rank 0 failed")
+    assert first < second
+    assert any(marker in text[second:].splitlines()[0] for marker in multiproc.PEER_LOST_MARKERS)
     assert not multiprocessing.active_children()
 
 
@@ -345,7 +419,7 @@ def test_an_interrupted_step_stops_the_workers_for_good(monkeypatch):
     executor = MultiprocExecutor.__new__(MultiprocExecutor)
     from types import SimpleNamespace
     executor.error, closed = None, []
-    executor.conns = []
+    executor.conns, executor.graph_stats = [], GraphStats([])
     executor._finalizer = SimpleNamespace(alive=True)
     executor.close = lambda: closed.append(True)
     monkeypatch.setattr("mini_platform.executor.multiproc.step_input", lambda batch, kv: None)

@@ -143,6 +143,38 @@ def test_capture_refuses_host_syncs_and_data_dependent_shapes(op, fn):
     assert x.tolist() == [1.0, -2.0, 3.0] and not cpu_graph.is_capturing()  # everything restored
 
 
+def test_capture_records_functional_collectives_and_refuses_torch_distributed_calls():
+    """While capturing, the communicator's all-reduce is a functional collective plus its wait: both are nodes,
+    re-issued at replay (a tensor-parallel decode graph holds its all-reduces, as a CUDA graph holds NCCL's). A
+    plain torch.distributed call returns a Work handle nobody would wait on at replay: refused. One gloo rank."""
+    import torch.distributed as dist
+    from mini_platform.distributed.communicator import CpuCommunicator
+    from mini_platform.executor.multiproc import free_port
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        comm, x = CpuCommunicator(dist.group.WORLD, torch.device("cpu")), torch.zeros(3)
+        g = cpu_graph.Graph()
+        with torch.inference_mode(), cpu_graph.graph(g):
+            y = comm.all_reduce(x * 2) + 1
+        assert [str(n.func) for n in g.nodes] == ["aten.mul.Tensor", "_c10d_functional.all_reduce_.default",
+                                                  "_c10d_functional.wait_tensor.default", "aten.add.Tensor"]
+        x.copy_(torch.tensor([1.0, 2.0, 3.0]))
+        g.replay()
+        assert y.tolist() == [3.0, 5.0, 7.0]
+        gathered = cpu_graph.Graph()  # a collective into new memory: replay waits on it before copying it out
+        with torch.inference_mode(), cpu_graph.graph(gathered):
+            out = torch.ops._c10d_functional.all_gather_into_tensor(x, 1, dist.group.WORLD.group_name)
+            out = torch.ops._c10d_functional.wait_tensor(out) * 10
+        x.copy_(torch.tensor([4.0, 5.0, 6.0]))
+        gathered.replay()
+        assert out.tolist() == [40.0, 50.0, 60.0]
+        with pytest.raises(GraphCaptureError, match=r"c10d\.allreduce_.*functional collective"):
+            with torch.inference_mode(), cpu_graph.graph(cpu_graph.Graph()):
+                dist.all_reduce(x * 2)
+    finally:
+        dist.destroy_process_group()
+
+
 def test_static_decode_kernels_match_the_reference():
     gen = torch.Generator().manual_seed(3)
     nb, bs, nkv, nh, hd = 12, 4, 2, 4, 8

@@ -27,6 +27,8 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
+from ..ops.graph import is_capturing
+
 
 class DeviceCommunicator:
     """Collectives over ``group`` for tensors on ``device``. Ranks named here are ranks *in the group*."""
@@ -36,7 +38,13 @@ class DeviceCommunicator:
         self.rank, self.world_size = dist.get_rank(group), dist.get_world_size(group)
 
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
-        """Sum over the ranks, in place; returns ``x``."""
+        """Sum over the ranks, in place; returns ``x``. While a CPU graph captures (a decode graph in a
+        tensor-parallel worker), the same sum goes as a functional collective and its wait, which the graph
+        records and replays; a ``torch.distributed`` call would be refused there."""
+        if is_capturing():
+            torch.ops._c10d_functional.all_reduce_(x, "sum", self.group.group_name)
+            torch.ops._c10d_functional.wait_tensor(x)
+            return x
         dist.all_reduce(x, group=self.group)
         return x
 

@@ -2,9 +2,11 @@
 
 ``LLM(model=DIR, tensor_parallel_size=N)`` builds one of these in place of the in-process model runner.
 Each step the driver flattens the scheduler's output into a :class:`~mini_platform.model_runner.StepInput`,
-sends the same bytes to every worker, and waits for rank 0's logits (every rank computes them; one
-copy is enough to sample). The collectives inside the forward go over ``torch.distributed``; the pipes
-carry only these control messages, pickled (the logits inline, not through shared memory).
+picks the decode graph it replays (or none), sends the same bytes to every worker, and waits for rank 0's
+logits (every rank computes them; one copy is enough to sample). The collectives inside the forward go over
+``torch.distributed`` and are part of the decode graphs the workers captured (as NCCL calls can be part of
+a CUDA graph; the CPU graph records them as functional collectives); the pipes carry only these control
+messages, pickled (the logits inline, not through shared memory).
 
 Failure handling: the driver waits on the workers' pipes *and* their process sentinels with a timeout,
 so a worker that raises, crashes or is killed is noticed at once; then every worker is stopped and a
@@ -17,6 +19,7 @@ import pickle
 import signal
 import socket
 import time
+import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
 
@@ -24,12 +27,14 @@ import torch
 import torch.multiprocessing as mp
 
 from ..kv_cache import KVCacheManager
-from ..model_runner import GraphStats, step_input
+from ..model_runner import GraphStats, decode_graph_size, step_input
 from ..scheduler import SchedulerOutput
 from .worker import WorkerConfig, worker_main
 
 # After the first failure, how long to keep listening for the other ranks' errors before stopping them.
 FAILURE_GRACE_S = 1.0
+# What a rank's error says when it failed only because another rank stopped in the middle of a collective.
+PEER_LOST_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "pair closure")
 
 
 class WorkerError(RuntimeError):
@@ -53,7 +58,6 @@ class MultiprocExecutor:
         self.procs: list[mp.Process] = []
         self.conns: list[Connection] = []
         self.error: WorkerError | None = None
-        self.graph_stats = GraphStats([])  # the workers run eagerly: no graphs to report
         self._finalizer = weakref.finalize(self, _stop_workers, self.procs, self.conns)
         for rank in range(config.world_size):
             parent, child = ctx.Pipe()
@@ -63,9 +67,18 @@ class MultiprocExecutor:
             child.close()  # the worker holds the other end; its death closes the pipe
             self.procs.append(proc)
             self.conns.append(parent)
-        ready = set()
+        ready = {}
         while len(ready) < config.world_size:  # every rank says "ready" once its shard is loaded
-            ready.add(self._receive("start-up")[0])
+            rank, (_, sizes, seconds, texts) = self._receive("start-up")
+            ready[rank] = tuple(sizes), seconds, texts
+        if len({sizes for sizes, _, _ in ready.values()}) > 1:
+            self.close()  # a graph replayed on some ranks only would wait forever for the others' collectives
+            raise WorkerError(f"the ranks captured decode graphs of different batch sizes "
+                              f"({ {rank: list(r[0]) for rank, r in ready.items()} }); use enforce_eager=True")
+        sizes, _, texts = ready[0]
+        self.graph_stats = GraphStats(list(sizes), max(seconds for _, seconds, _ in ready.values()))
+        for text in texts:  # every rank raised the same warnings: say them once
+            warnings.warn(f"tensor-parallel worker rank 0: {text}", RuntimeWarning, stacklevel=3)
 
     @property
     def pids(self) -> list[int]:
@@ -77,20 +90,23 @@ class MultiprocExecutor:
             raise WorkerError(f"the workers were stopped after an earlier failure: {self.error}")
         if not self._finalizer.alive:
             raise RuntimeError("this executor is closed")
-        data = pickle.dumps(("execute", step_input(batch, kv)))
+        graph_size = decode_graph_size(batch, self.graph_stats.capture_sizes)
+        data = pickle.dumps(("execute", (step_input(batch, kv), graph_size)))
         try:
             for conn in self.conns:
                 conn.send_bytes(data)
         except OSError:  # a worker died since the last step: its pipe is broken
             self._fail("a step", {}, timed_out=False)
         try:
-            return self._receive("a step")[1][1]
+            logits = self._receive("a step")[1][1]
         except KeyboardInterrupt:
             # The step's late answer would be read as the next step's: stop the workers rather than trust them.
             self.error = WorkerError("a step was interrupted (Ctrl+C) and the workers were stopped; "
                                      "build a new LLM to continue")
             self.close()
             raise
+        self.graph_stats.count_step(graph_size, len(batch.scheduled))
+        return logits
 
     def close(self) -> None:
         """Ask every worker to exit, then stop any that does not (idempotent)."""
@@ -139,8 +155,10 @@ class MultiprocExecutor:
         self.close()
         lines = [f"worker rank {rank} (pid {self.procs[rank].pid}) died unexpectedly with {_exit_reason(code)}"
                  for rank, code in dead.items()]
-        lines += [f"worker rank {rank} failed: {text.strip().splitlines()[-1]}\n{text}"
-                  for rank, text in sorted(errors.items())]
+        # The cause first: a rank whose collective lost its peer failed because another rank did. Otherwise
+        # in the order they reported (a dict keeps it).
+        order = sorted(errors, key=lambda rank: _is_consequence(errors[rank]))
+        lines += [f"worker rank {rank} failed: {_last_line(errors[rank])}\n{errors[rank]}" for rank in order]
         if timed_out:
             lines.insert(0, f"no worker answered within {self.timeout_s:g} s")
         if during == "start-up" and dead and not errors:  # died before worker_main could report anything
@@ -149,6 +167,15 @@ class MultiprocExecutor:
         self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
                                  + "\n".join(lines))
         raise self.error
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1]
+
+
+def _is_consequence(traceback_text: str) -> bool:
+    """Whether a rank's error says only that a peer went away (in the words of gloo's TCP transport)."""
+    return any(marker in _last_line(traceback_text) for marker in PEER_LOST_MARKERS)
 
 
 def _exit_reason(code: int) -> str:

@@ -1,14 +1,19 @@
-"""One worker process per rank: join the process group, build this rank's shard of the model, then run
-every step the driver sends until it says ``close``.
+"""One worker process per rank: join the process group, build this rank's shard of the model (and its
+decode graphs, unless eager), then run every step the driver sends until it says ``close``.
 
-Messages over the pipe to the driver: ``("ready",)`` once loaded, ``("result", logits)`` from rank 0
-after each step, ``("error", traceback_text)`` from any rank that fails (it then exits).
+Messages over the pipe to the driver: ``("ready", capture_sizes, capture_seconds, warnings)`` once loaded
+(the sizes captured, empty when eager; the texts of the warnings raised while building), ``("result",
+logits)`` from rank 0 after each step, ``("error", traceback_text)`` from any rank that fails (it then exits).
+From the driver: ``("execute", (step, graph_size))`` (the driver picks the graph, the same on every rank,
+since a graph's collectives must meet the same graph's on the other ranks) and ``("close", None)``.
 """
 from __future__ import annotations
 
+import contextlib
 import pickle
 import signal
 import traceback
+import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing.connection import Connection
@@ -19,7 +24,7 @@ import torch.distributed as dist
 from .. import platforms, plugins
 from ..distributed.parallel_state import destroy_model_parallel, init_model_parallel
 from ..model import load_model
-from ..model_runner import ModelRunner
+from ..model_runner import ModelRunner, build_model_runner
 
 
 @dataclass(frozen=True)
@@ -37,10 +42,14 @@ class WorkerConfig:
     enable_expert_parallel: bool = False
     moe_comm: str = "alltoall"  # how MoE layers exchange tokens under EP (see moe_dispatch)
     timeout_s: float = 300.0    # a collective that waits longer than this fails instead of hanging
+    enforce_eager: bool = True  # False: capture decode graphs (the collectives inside them)
+    capture_sizes: tuple[int, ...] | None = None  # None = vLLM's default schedule
+    emulated_torch_npu: bool = False  # the driver runs under emulated_torch_npu(): so does each worker
 
 
 def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunner:
-    """Join the process group, build the TP/EP groups, load this rank's shard; returns its model runner."""
+    """Join the process group, build the TP/EP groups, load this rank's shard and capture its decode graphs
+    (unless ``config.enforce_eager``); returns its model runner."""
     platform = platforms.current_platform
     plugins.load_general_plugins()
     device = torch.device("cpu") if platform.device_type == "cpu" else torch.device(platform.device_type, rank)
@@ -50,8 +59,10 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
     model = load_model(config.model, dtype=config.dtype, device=device, max_positions=config.max_model_len)
-    return ModelRunner(model, config.num_blocks, config.block_size, config.backend, max_num_seqs=config.max_num_seqs,
-                       max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len)
+    return build_model_runner(
+        model, config.num_blocks, config.block_size, config.backend, platform=platform,
+        enforce_eager=config.enforce_eager, capture_sizes=config.capture_sizes, max_num_seqs=config.max_num_seqs,
+        max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len)
 
 
 def _send(conn: Connection, message: tuple) -> None:
@@ -62,15 +73,11 @@ def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connect
     """The body of worker process ``rank``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle; it stops the workers
     try:
-        runner = init_worker(rank, init_method, config)
-        _send(conn, ("ready",))
-        while True:
-            method, step = pickle.loads(conn.recv_bytes())
-            if method == "close":
-                break
-            logits = runner.execute_step(step)
-            if rank == 0:
-                _send(conn, ("result", logits.cpu()))
+        with contextlib.ExitStack() as stack:
+            if config.emulated_torch_npu:  # for the worker's whole life; refused where a real torch_npu exists
+                from ..ascend.emulation import emulated_torch_npu
+                stack.enter_context(emulated_torch_npu())
+            _serve(rank, init_method, config, conn)
     except EOFError:  # the driver is gone: nobody to serve
         return
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the driver, with this rank's name
@@ -79,5 +86,21 @@ def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connect
         except OSError:
             pass
         raise SystemExit(1) from None
+
+
+def _serve(rank: int, init_method: str, config: WorkerConfig, conn: Connection) -> None:
+    """Build this rank's runner, say ready, run steps until ``close``."""
+    with warnings.catch_warnings(record=True) as caught:  # the driver shows them once, not once per rank
+        warnings.simplefilter("always")
+        runner = init_worker(rank, init_method, config)
+    g = runner.graph_stats
+    _send(conn, ("ready", g.capture_sizes, g.capture_seconds, [str(w.message) for w in caught]))
+    while True:
+        method, args = pickle.loads(conn.recv_bytes())
+        if method == "close":
+            break
+        logits = runner.execute_step(*args)
+        if rank == 0:
+            _send(conn, ("result", logits.cpu()))
     destroy_model_parallel()
     dist.destroy_process_group()

@@ -10,7 +10,11 @@ It has the semantics of a CUDA graph that matter to an inference engine, so they
 - operations that make the host wait for a tensor's value (``.item()``, ``int(t)``, ``bool(t)``,
   ``.tolist()``) or whose output shape depends on tensor values (``nonzero``, boolean-mask indexing,
   ``unique``, ...) raise :class:`GraphCaptureError` naming the operation, as CUDA stream capture
-  refuses them (``cudaErrorStreamCaptureUnsupported``).
+  refuses them (``cudaErrorStreamCaptureUnsupported``);
+- **collectives are captured as nodes**: the functional collectives (``torch.ops._c10d_functional``, e.g.
+  ``all_reduce_`` and its ``wait_tensor``) are recorded and re-issued at replay, as NCCL calls are in a CUDA
+  graph, so every rank must replay the same graphs in the same order. A plain ``torch.distributed`` call
+  (a ``c10d`` op) is refused: it hands back a ``Work`` handle that nothing would wait on at replay.
 
 Capture executes the operations (a CUDA capture only enqueues them), so captured code must be safe to
 run on the dummy inputs present at capture. Code that must stay opaque to the recorder (an emulated
@@ -33,6 +37,9 @@ DATA_DEPENDENT_OPS = frozenset({
     "aten.nonzero", "aten.masked_select", "aten.unique", "aten._unique", "aten._unique2", "aten.unique_dim",
     "aten.unique_consecutive", "aten.bincount", "aten.repeat_interleave.Tensor",
     "aten.repeat_interleave.self_Tensor"})
+# The namespace of the collectives a graph can hold (issued, then waited on, as dispatcher ops), and of the
+# torch.distributed calls it cannot (their Work handle is waited on outside the dispatcher).
+FUNCTIONAL_COLLECTIVES, C10D = "_c10d_functional", "c10d"
 # Tensor methods that read values on the host without going through an aten op.
 HOST_READ_METHODS = ("tolist", "numpy", "__array__")
 
@@ -73,7 +80,9 @@ class AtenNode:
         # Outputs in new memory get the replay's result copied in; outputs aliasing an input (views, and the
         # results of in-place ops) already point at the right memory.
         self.copy_back = [i for i, t in enumerate(self.outputs) if t.untyped_storage().data_ptr() not in storages]
-        self.needed = writes or bool(self.copy_back)  # a pure view does no work at replay
+        # A pure view does no work at replay; a collective's wait (an output aliasing its input) does.
+        self.collective = func.namespace == FUNCTIONAL_COLLECTIVES
+        self.needed = writes or bool(self.copy_back) or self.collective
         # Where the op has an ``out=`` form, replay writes straight into the captured output.
         self.out_op = _out_variant(func) if self.single and self.copy_back else None
 
@@ -82,6 +91,8 @@ class AtenNode:
             self.out_op(*self.args, **self.kwargs, out=self.outputs[0])
             return
         out = self.func(*self.args, **self.kwargs)
+        if self.collective and self.copy_back:  # a collective into new memory: finish it before copying it out
+            out = tree_map(torch.ops._c10d_functional.wait_tensor, out)
         if self.single:
             if self.copy_back:
                 self.outputs[0].copy_(out)
@@ -227,6 +238,9 @@ class _Recorder(TorchDispatchMode):
 
 def _check_capturable(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> None:
     packet, full = str(func.overloadpacket), str(func)
+    if func.namespace == C10D:
+        raise GraphCaptureError(full, "a torch.distributed collective returns a Work handle that a replay would "
+                                "never wait on; issue it as a functional collective (torch.ops._c10d_functional)")
     if packet in HOST_SYNC_OPS:
         raise GraphCaptureError(full, "it reads a tensor value on the host (a device-to-host sync)")
     if packet in DATA_DEPENDENT_OPS or full in DATA_DEPENDENT_OPS:

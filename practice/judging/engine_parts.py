@@ -182,7 +182,8 @@ def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, me
     None). ``on_progress`` gets a line per engine run as the child starts it. Returns the child's report
     plus the process facts: ``process`` = {"reason", "returncode", "elapsed", "stderr"}."""
     mine = {c["exercise"]: c for c in choices if c["source"] == "yours"}
-    parts = [{"exercise": e.id, "paths": list(e.engine), "file": mine[e.id]["file"] if e.id in mine else None,
+    parts = [{"exercise": e.id, "chapter": e.chapter, "paths": list(e.engine),
+              "file": mine[e.id]["file"] if e.id in mine else None,
               "sha256": mine[e.id]["sha256"] if e.id in mine else None} for e in every]
     env = {key: value for key, value in sandbox.child_env().items()   # the platform is chosen afresh, by the rules
            if not key.startswith("MINI_PLATFORM") or key in ("MINI_PLATFORM_PRACTICE_DIR", "MINI_PLATFORM_LANG")}

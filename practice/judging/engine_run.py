@@ -256,22 +256,26 @@ def counted(obj: Any, count: Callable[[], None]) -> tuple[Any, Callable[[], None
 
 @contextlib.contextmanager
 def installed(objects: dict[str, Any], counts: dict[str, int]) -> Iterator[None]:
-    """Put ``objects[path]`` (counted into ``counts[path]``) at every path; restore all afterwards."""
+    """Put ``objects[path]`` (counted into ``counts[path]``) at every path; restore all afterwards. A learner's
+    function is also counted where its own module calls it by name (a wrapper calling its own kernel)."""
     from mini_platform import platforms
 
-    undo = []
+    undo: list[Callable[[], None]] = []
     try:
         for path, obj in objects.items():
             owner, name = owner_of(path)
             wrapped, unwrap = counted(obj, functools.partial(_bump, counts, path))
-            undo.append((owner, name, getattr(owner, name), unwrap))
+            undo += [unwrap, functools.partial(setattr, owner, name, getattr(owner, name))]
             setattr(owner, name, wrapped)
+            home = getattr(getattr(obj, "fn", obj), "__globals__", None)   # the module the function was written in
+            if home is not None and home is not vars(owner) and home.get(name) is obj:
+                undo.append(functools.partial(home.__setitem__, name, obj))
+                home[name] = wrapped
         platforms.clear_current_platform()   # resolve the platform afresh, through the parts in play
         yield
     finally:
-        for owner, name, original, unwrap in reversed(undo):
-            setattr(owner, name, original)
-            unwrap()
+        for restore in reversed(undo):
+            restore()
         platforms.clear_current_platform()
 
 
@@ -446,31 +450,38 @@ def first_difference(arch: str, run: dict, expected: dict, reference: dict | Non
     return difference
 
 
-def run_engine(models: dict, expected: dict, objects: dict[str, Any], learner_files: set[str],
-               reference: dict | None, learner: list[dict] = (), progress: Callable[[str], None] = lambda name: None
-               ) -> dict:
-    """Every model with ``objects`` at their paths (in the workers too: ``learner`` lists the learner's files
-    in play): calls per path, and per model whether the outputs of the requests in ``expected[name]`` equal
-    it and, given ``reference`` (the all-reference engine's run), whether every step and the statistics equal
-    its too: an exact part changes neither, so a part that schedules, preempts or caches differently is caught
-    even when the tokens come out the same."""
-    counts = {path: 0 for path in objects}
+def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], learner_files: set[str],
+               reference: dict | None, learner: dict[int, dict] | None = None,
+               progress: Callable[[str], None] = lambda name: None) -> dict:
+    """Every model (from :func:`prepare_runs`) with the engine's parts ``reference_objects`` at their paths,
+    except that the learner's parts (``learner``: exercise -> {"chapter", "objects": {path: obj}, "file",
+    "sha256", "paths"}) stand in for them in the runs that serve their chapter (``Run.chapters``: a chapter-4
+    kernel need not be capturable in a graph before chapter 7 says so), in the workers too. Returns the calls
+    per path, and per model whether the outputs of the requests in ``expected[name]`` equal it and, given
+    ``reference`` (the all-reference engine's run), whether every step and the statistics equal its too: an
+    exact part changes neither, so a part that schedules, preempts or caches differently is caught even when
+    the tokens come out the same."""
+    counts = {path: 0 for path in reference_objects}
     result = {"counts": counts, "models": {}}
-    with installed(objects, counts):
-        for name, model in models.items():
-            progress(name)
-            run = model.get("run") or Run(name, name, model.get("options", ENGINE_OPTIONS), frozenset())
-            with environment(run), worker_parts(run, objects, list(learner), counts):
-                outcome = run_model(model, learner_files)
-            equal = "error" not in outcome and all(outcome["outputs"].get(r) == t for r, t in expected[name].items())
-            if equal and reference is not None:
-                same = reference["models"][name]
-                equal = outcome["steps"] == same["steps"] and outcome["stats"] == same["stats"]
-            result["models"][name] = {
-                "equal": equal, "steps": outcome["steps"], "outputs": outcome.get("outputs"),
-                "stats": outcome.get("stats"),
-                "difference": None if equal else first_difference(
-                    name, outcome, expected[name], reference["models"][name] if reference else None)}
+    for name, model in models.items():
+        progress(name)
+        run = model["run"]
+        mine = [part for part in (learner or {}).values() if part["chapter"] in run.chapters]
+        objects = dict(reference_objects)
+        for part in mine:
+            objects.update(part["objects"])
+        files = [{key: part[key] for key in ("exercise", "file", "sha256", "paths")} for part in mine]
+        with installed(objects, counts), environment(run), worker_parts(run, objects, files, counts):
+            outcome = run_model(model, learner_files)
+        equal = "error" not in outcome and all(outcome["outputs"].get(r) == t for r, t in expected[name].items())
+        if equal and reference is not None:
+            same = reference["models"][name]
+            equal = outcome["steps"] == same["steps"] and outcome["stats"] == same["stats"]
+        result["models"][name] = {
+            "equal": equal, "steps": outcome["steps"], "outputs": outcome.get("outputs"),
+            "stats": outcome.get("stats"),
+            "difference": None if equal else first_difference(
+                name, outcome, expected[name], reference["models"][name] if reference else None)}
     result["equal"] = all(m["equal"] for m in result["models"].values())
     return result
 
@@ -526,13 +537,11 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
             missing = [p.rsplit(".", 1)[1] for p in part["paths"] if not hasattr(module, p.rsplit(".", 1)[1])]
             if missing:
                 raise AttributeError(f"the file does not define {', '.join(missing)}")
-            learner[part["exercise"]] = {p: getattr(module, p.rsplit(".", 1)[1]) for p in part["paths"]}
+            learner[part["exercise"]] = {**part, "objects": {p: getattr(module, p.rsplit(".", 1)[1]) for p in part["paths"]}}
             entry["loaded"] = True
         except (Exception, SystemExit) as exc:   # noqa: BLE001 - reported; the reference stands in
             entry["error"] = describe_exception(exc, {part["file"]})
     learner_files = {p["file"] for p in spec["parts"] if p.get("file")}
-    files = {p["exercise"]: {"exercise": p["exercise"], "file": p["file"], "sha256": p.get("sha256"), "paths": p["paths"]}
-             for p in spec["parts"] if p["exercise"] in learner}
 
     runs = runs_for(spec.get("chapters"))
     report["run_names"] = [run.name for run in runs]
@@ -559,12 +568,16 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
         expected[name][str(SAMPLED_ROW)] = reference["models"][name]["outputs"][str(SAMPLED_ROW)]
 
     def assemble(ids: frozenset, names: list[str], stage: str) -> dict:
-        objects = dict(reference_objects)
-        for exercise in ids:
-            objects.update(learner[exercise])
+        """The runs ``names`` with the parts ``ids`` swapped in; a run that swaps none of them in is the
+        all-reference engine's run again, so its result is taken from there."""
         report["runs"] += 1
-        return run_engine({name: models[name] for name in names}, expected, objects, learner_files, reference,
-                          [files[i] for i in sorted(ids)], stage_progress(stage))
+        chapters = {learner[i]["chapter"] for i in ids}
+        touched = [name for name in names if models[name]["run"].chapters & chapters]
+        run = run_engine({name: models[name] for name in touched}, expected, reference_objects, learner_files,
+                         reference, {i: learner[i] for i in sorted(ids)}, stage_progress(stage))
+        run["models"] = {name: run["models"].get(name) or {**reference["models"][name], "difference": None}
+                         for name in names}
+        return run
 
     save("assembled")
     mine = sorted(learner)
@@ -575,9 +588,12 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
     report["culprit"] = None
     if not assembled["equal"]:
         save("bisect")
-        # Only the runs that differed are run again, the first of them first: it names the culprit.
+        # Only the runs that differed are run again, the first of them first: it names the culprit; the
+        # suspects are the learner's parts that those runs swap in.
         failing = [name for name, model in assembled["models"].items() if not model["equal"]]
-        memo = {frozenset(mine): report["difference"]}
+        chapters = set().union(*(models[name]["run"].chapters for name in failing))
+        mine = [i for i in mine if learner[i]["chapter"] in chapters]
+        memo = {frozenset(mine): report["difference"]}   # the parts left out change none of those runs
 
         def fails(ids: frozenset) -> dict | None:
             if ids not in memo:

@@ -81,6 +81,11 @@ def _looked_up_at_call_time(module: types.ModuleType, op: str) -> Callable:
     return call
 
 
+def is_installed() -> bool:
+    """Whether the emulation is ``torch_npu`` in this process now (inside :func:`emulated_torch_npu`)."""
+    return _is_emulation(sys.modules.get("torch_npu"))
+
+
 @contextlib.contextmanager
 def emulated_torch_npu() -> Iterator[types.ModuleType]:
     """Install the emulation as ``torch_npu`` inside the block; restore the previous state on exit.

@@ -157,14 +157,26 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
     query = query if query.stride(-1) == 1 else query.contiguous()
     block_tables = block_tables if block_tables.stride(-1) == 1 else block_tables.contiguous()
     grid = (num_tokens // block_q + num_seqs, num_kv_heads)
+    # tl.arange needs a power of two, and tl.dot a K of at least 16: the compiler rejects K = 8, the
+    # interpreter computes it (tests/test_triton_compile.py shows both)
+    padded_head_dim = max(16, triton.next_power_of_2(head_dim))
     _paged_attention_kernel[grid](  # query_start_loc and seq_lens are read at ptr + index: make them dense
         query, key_cache, value_cache, out, block_tables, query_start_loc.contiguous(), seq_lens.contiguous(), scale,
         num_seqs, head_dim,
         query.stride(0), query.stride(1), out.stride(0), out.stride(1),
         key_cache.stride(0), key_cache.stride(1), key_cache.stride(2), block_tables.stride(0), block_size,
-        Q_PER_KV=q_per_kv, BLOCK_Q=block_q, BLOCK_M=block_m,
-        HEAD_DIM=max(16, triton.next_power_of_2(head_dim)), TILE_N=TILE)
+        Q_PER_KV=q_per_kv, BLOCK_Q=block_q, BLOCK_M=block_m, HEAD_DIM=padded_head_dim, TILE_N=TILE,
+        **_launch_options(padded_head_dim))
     return out
+
+
+def _launch_options(padded_head_dim: int) -> dict[str, int]:
+    """``num_warps`` / ``num_stages`` of the attention kernel. Compiled by Triton 3.7.1 for sm_80/sm_90
+    (``benchmarks/triton_compile.py``), the default 3-stage software pipeline of the gathered K/V loads takes
+    255 registers and spills about 340 bytes per thread at HEAD_DIM 128 (4,600 at 256); with one stage it
+    needs 64-71 registers (24-32 resident warps per SM) and spills nothing. At HEAD_DIM 256 one stage still
+    needs 96-108 registers at 4 warps, 64 at 8 (HEAD_DIM 256 is not in the recorded table: compiled by hand)."""
+    return {"num_warps": 8 if padded_head_dim > 128 else 4, "num_stages": 1}
 
 
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,

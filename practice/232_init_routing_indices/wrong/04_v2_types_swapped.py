@@ -28,7 +28,8 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
                             offset: torch.Tensor | None = None, active_num: int = -1, expert_capacity: int = -1,
                             expert_num: int = -1, drop_pad_mode: int = 0, expert_tokens_num_type: int = 0,
                             expert_tokens_num_flag: bool = False, quant_mode: int = -1,
-                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0
+                            active_expert_range: Sequence[int] = (), row_idx_type: int = 0,
+                            x_dtype: int | None = None
                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     if expert_idx.dtype != torch.int32:
         raise TypeError(f"expert_idx must be int32, got {expert_idx.dtype}")
