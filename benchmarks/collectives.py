@@ -52,8 +52,8 @@ def bytes_per_token(g: dict, n: int, scheme: str, elem: int = 2) -> dict[str, fl
            "attention all-reduce": g["L"] * 2 * ring * h}
     if scheme == "tp":
         out["MLP / experts all-reduce"] = g["L"] * 2 * ring * h
-    elif scheme == "ep-alltoall":   # rows out and back, with weight (fp32) and id (int32) going out
-        out["all-to-all out + back"] = g["L"] * g["K"] * ring * (2 * h + 8)
+    elif scheme == "ep-alltoall":   # rows out (with the int32 expert id) and back; the weights stay home
+        out["all-to-all out + back"] = g["L"] * g["K"] * ring * (2 * h + 4)
         out["slice all-gather"] = g["L"] * ring * h
     else:                           # ep-allgather: hidden + weights + ids gathered, outputs reduce-scattered
         out["all-gather + reduce-scatter"] = g["L"] * ring * (2 * h + 8 * g["K"])

@@ -26,15 +26,14 @@ from .distributed.moe_dispatch import MOE_COMM_METHODS
 from .executor.multiproc import MultiprocExecutor
 from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
-from .model import ModelConfig, load_model
-from .model.sharding import check_tensor_parallel
+from .model import ModelConfig, load_model, sharding
 from .model_runner import build_model_runner
 from .sampler import SamplingParams, make_generator
 from .scheduler import Request, Scheduler
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size. It is
+# Without num_kv_blocks, the cache gets room for max_num_seqs full-length requests, up to this size per rank. It is
 # allocated uninitialised, so on a CPU the operating system backs only the pages requests actually write.
 DEFAULT_KV_CACHE_BYTES = 1 << 30
 
@@ -192,7 +191,9 @@ class LLMEngine:
             raise ValueError(f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}")
         self.max_model_len = config.max_model_len or limit
         dtype = _torch_dtype(config.dtype)
-        num_blocks = config.num_kv_blocks or self._default_num_blocks(model_config, dtype)
+        if config.tensor_parallel_size > 1:  # before anything is sized from the split
+            sharding.check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
+        num_blocks = self._num_kv_blocks(model_config, dtype)
 
         self.model_config = model_config
         if config.tensor_parallel_size == 1:
@@ -209,7 +210,6 @@ class LLMEngine:
             if torch.device(device).type != platform.device_type:
                 raise ValueError(f"device={config.device!r} with tensor_parallel_size > 1: each worker uses its own "
                                  f"{platform.device_type} device (rank r on {platform.device_type}:r); drop device=")
-            check_tensor_parallel(model_config, config.tensor_parallel_size, config.enable_expert_parallel)
             from .ascend import emulation  # the workers run under the emulation when the driver does
             self.model = None
             sizes = config.cudagraph_capture_sizes
@@ -226,11 +226,17 @@ class LLMEngine:
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
 
-    def _default_num_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
-        bs = self.config.block_size
-        block_bytes = 2 * c.num_hidden_layers * bs * c.num_key_value_heads * c.head_dim * dtype.itemsize
-        wanted = self.config.max_num_seqs * cdiv(self.max_model_len, bs)
-        return max(1, min(wanted, DEFAULT_KV_CACHE_BYTES // block_bytes))
+    def _num_kv_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
+        """Each rank's KV cache plan (a rank caches only its KV heads): room for max_num_seqs full-length requests,
+        at most DEFAULT_KV_CACHE_BYTES per rank. ``num_kv_blocks`` overrides the number of blocks, the way vLLM's
+        ``num_gpu_blocks_override`` replaces the planned count (``get_num_blocks``, vllm/v1/core/kv_cache_utils.py
+        at commit bbf906a8); the bytes of a block stay the plan's."""
+        plan = sharding.kv_cache_plan(c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
+                                      self.config.tensor_parallel_size, self.config.block_size,
+                                      DEFAULT_KV_CACHE_BYTES, dtype.itemsize)
+        self.kv_block_bytes_per_rank = plan["block_bytes"]
+        wanted = self.config.max_num_seqs * cdiv(self.max_model_len, self.config.block_size)
+        return self.config.num_kv_blocks or min(wanted, plan["num_blocks"])
 
     # -- requests -----------------------------------------------------------------------------------
     def tokenize(self, prompt: Prompt) -> list[int]:
@@ -331,6 +337,7 @@ class LLMEngine:
         return {"num_preemptions": self.scheduler.num_preemptions,
                 "num_prefix_hit_tokens": self.scheduler.num_prefix_hit_tokens,
                 "num_free_blocks": self.kv.num_free_blocks, "num_blocks": self.kv.num_blocks,
+                "kv_cache_bytes_per_rank": self.kv.num_blocks * self.kv_block_bytes_per_rank,
                 "cudagraph_capture_sizes": g.capture_sizes, "graph_capture_seconds": g.capture_seconds,
                 "num_graph_steps": g.num_graph_steps, "num_eager_steps": g.num_eager_steps,
                 "num_padded_tokens": g.num_padded_tokens}

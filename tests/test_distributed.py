@@ -22,7 +22,7 @@ from mini_platform import LLM, LLMEngine, SamplingParams
 from mini_platform.distributed import parallel_state
 from mini_platform.executor.multiproc import MultiprocExecutor, WorkerError, free_port
 from mini_platform.model import load_model, make_tiny_checkpoint
-from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, vocab_range
+from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, kv_split, vocab_range
 from mini_platform.model.config import ModelConfig
 from mini_platform.model_runner import GraphStats
 
@@ -223,6 +223,9 @@ def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
         got = [o.token_ids for o in llm.generate(batch, GREEDY)]
         stats = llm.engine.stats()
         assert stats["num_preemptions"] == one.engine.stats()["num_preemptions"]
+        kv_heads = one.engine.model_config.num_key_value_heads   # a rank caches only its KV heads (split or one copy)
+        assert stats["kv_cache_bytes_per_rank"] * kv_heads == \
+            one.engine.stats()["kv_cache_bytes_per_rank"] * kv_split(kv_heads, tp)[0]
         fallback = [str(w.message) for w in caught if "cannot be captured" in str(w.message)]
         if arch == "qwen2_moe" and parallel.get("enforce_eager") is False:  # said once, not once per rank
             assert len(fallback) == 1 and fallback[0].startswith("tensor-parallel worker rank 0: ")

@@ -288,6 +288,15 @@ def test_the_rope_table_is_sized_by_max_model_len(tmp_path):
     assert llm.engine.model.model.rotary_emb.cos_sin_cache.shape == (256, 16)
 
 
+def test_num_kv_blocks_overrides_the_count_and_the_stats_give_the_bytes(tiny):
+    """The plan's block bytes times the blocks: what the runner really allocated (K and V of every layer)."""
+    for options in ({}, {"num_kv_blocks": 7}):
+        engine = LLM(tiny, max_model_len=64, **options).engine
+        allocated = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in engine.runner.kv_caches)
+        assert engine.stats()["kv_cache_bytes_per_rank"] == allocated
+    assert engine.stats()["num_blocks"] == 7
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").is_file(), reason="reads the resident size from /proc")
 def test_the_default_kv_cache_takes_memory_only_for_what_requests_write(tmp_path):
     """A 1M-context tiny model gets the default 1 GiB cache; only the pages requests write are resident."""

@@ -2,7 +2,9 @@
 
 The collectives are the base class's ``torch.distributed`` calls; torch_npu registers the ``hccl``
 backend when it is imported, and each rank drives one NPU (``npu:<local rank>``), as vllm-ascend's
-``NPUCommunicator`` does. Not run here: no Ascend hardware (tests marked ``npu`` run it on one).
+``NPUCommunicator`` does (v0.11.0 ``vllm_ascend/distributed/communicator.py``; the class here is spelt
+like this project's ``CudaCommunicator`` and ``CpuCommunicator``). Not run here: no Ascend hardware
+(tests marked ``npu`` run it on one).
 """
 from __future__ import annotations
 

@@ -2,8 +2,15 @@
 
 The platform names its class as a string (``Platform.get_device_communicator_cls()``) and its library
 as ``Platform.dist_backend``; the group is created with that backend, and the communicator keeps its
-tensors on the platform's device. The collectives are the same calls for gloo, NCCL and HCCL: what
-changes per platform is the backend string and the device, as in vLLM and vllm-ascend.
+tensors on the platform's device. Here the collectives are the same ``torch.distributed`` calls for gloo,
+NCCL and HCCL: what changes per platform is the backend string and the device.
+
+vLLM goes further on CUDA: ``CudaCommunicator.all_reduce`` (vLLM commit 089eca13,
+``vllm/distributed/device_communicators/cuda_communicator.py``) tries its quick all-reduce (ROCm MI300
+only), then its custom all-reduce (TP groups, small messages), then symmetric memory, then PyNccl, and
+calls ``torch.distributed.all_reduce`` only as the fallback when PyNccl declines. vllm-ascend's
+``NPUCommunicator`` (v0.11.0, ``vllm_ascend/distributed/communicator.py``) keeps the base class's
+``torch.distributed`` calls over HCCL and overrides only ``all_to_all``.
 
 | collective | input on each rank | output on each rank |
 | --- | --- | --- |

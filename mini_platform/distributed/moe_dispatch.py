@@ -6,9 +6,10 @@ Each rank takes its own contiguous slice of the tokens into the layer (rank ``r`
 exchanges computes every (token, expert) pair on the expert's owner:
 
 - ``"alltoall"`` (vllm-ascend's ``TokenDispatcherWithAll2AllV``): each rank sorts its (token, expert)
-  pairs by owner and sends each owner exactly its pairs with one uneven ``all_to_all``; the owner runs
-  its experts on what it received and a second ``all_to_all`` with the sizes swapped brings the weighted
-  outputs home, where they are summed per token. Traffic: only the pairs, ``top_k`` rows per token.
+  pairs by owner and sends each owner exactly its pairs with one uneven ``all_to_all``
+  (:func:`dispatch_plan`); the owner runs its experts on what it received and a second ``all_to_all``
+  with the sizes swapped brings the outputs home, where :func:`ep_combine` weights them with the
+  routing weights and sums them per token. Traffic: only the pairs, ``top_k`` rows per token.
 - ``"allgather"`` (vllm-ascend's AllGather dispatcher, vLLM's ``allgather_reducescatter``): every rank
   all-gathers all slices (padded to one length), runs its own experts on every token (``expert_map``
   zeroes the others), and a ``reduce_scatter`` sums the partial outputs and hands each rank its slice.
@@ -16,6 +17,9 @@ exchanges computes every (token, expert) pair on the expert's owner:
 
 Either way each rank ends with the complete MoE output of its slice, and an ``all_gather`` restores the
 full token set for the next (tensor-parallel) attention layer.
+
+:func:`dispatch_plan` and :func:`ep_combine` are looked up on this module at call time, so a replacement set
+here (exercises 252 and 258, ``practice/judge.py engine``) runs in every worker.
 """
 from __future__ import annotations
 
@@ -39,6 +43,38 @@ def token_split(num_tokens: int, world_size: int) -> list[int]:
     return [base + (r < rest) for r in range(world_size)]
 
 
+def dispatch_plan(topk_ids: torch.Tensor, expert_owner: torch.Tensor,
+                  world_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One rank's side of the all-to-all: ``(order, send_counts)``.
+
+    Pair ``p = t * K + k`` is choice ``k`` of token ``t`` (``topk_ids`` ``[t, K]``, global expert ids);
+    ``order`` (int64 ``[t*K]``) lists the pairs by owner rank ascending, stably; ``send_counts`` (int64
+    ``[world_size]``) is how many pairs go to each rank (this one included): the ``input_split_sizes``."""
+    owner = expert_owner.long()
+    if owner.numel() and not (0 <= int(owner.min()) and int(owner.max()) < world_size):
+        raise ValueError(f"expert_owner names ranks outside [0, {world_size}): {owner.tolist()}")
+    flat = topk_ids.reshape(-1).long()
+    if flat.numel() and not (0 <= int(flat.min()) and int(flat.max()) < owner.numel()):
+        raise ValueError(f"topk_ids must be expert ids in [0, {owner.numel()}), got values in "
+                         f"[{int(flat.min())}, {int(flat.max())}]")
+    dest = owner[flat]
+    return torch.argsort(dest, stable=True), torch.bincount(dest, minlength=world_size)
+
+
+def ep_combine(expert_out: torch.Tensor, order: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    """The rows that came back, home: ``expert_out[i]`` is pair ``order[i]``'s expert output (unweighted);
+    returns ``[t, H]`` in ``expert_out``'s dtype, row ``t`` = ``sum_k topk_weights[t, k] * output of pair t*K+k``
+    (fp32 sums), what vllm-ascend's ``npu_moe_token_unpermute(..., probs=topk_weights)`` computes."""
+    num_tokens, top_k = topk_weights.shape
+    if order.shape != (num_tokens * top_k,) or expert_out.dim() != 2 or expert_out.shape[0] != order.shape[0]:
+        raise ValueError(f"need order [{num_tokens * top_k}] and expert_out [{num_tokens * top_k}, H] for "
+                         f"topk_weights {tuple(topk_weights.shape)}, got order {tuple(order.shape)} and "
+                         f"expert_out {tuple(expert_out.shape)}")
+    weighted = expert_out.float() * topk_weights.reshape(-1)[order].float().unsqueeze(1)
+    out = torch.zeros(num_tokens, expert_out.shape[1], dtype=torch.float32, device=expert_out.device)
+    return out.index_add_(0, order // top_k, weighted).to(expert_out.dtype)
+
+
 class ExpertParallelDispatcher:
     """Runs one MoE layer's routed experts across the EP group with the chosen exchange."""
 
@@ -59,19 +95,15 @@ class ExpertParallelDispatcher:
 
     def _all_to_all(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, experts: ExpertsFn,
                     sizes: list[int]) -> torch.Tensor:
-        top_k = ids.shape[1]
-        owner = self.expert_owner[ids.reshape(-1).long()]                 # [t*K] owner of each pair
-        order = torch.argsort(owner, stable=True)                          # pairs grouped by owner
-        send_counts = torch.bincount(owner, minlength=self.group.world_size)
+        order, send_counts = dispatch_plan(ids, self.expert_owner, self.group.world_size)
         recv_counts = self.group.all_to_all(send_counts)                   # one count from each rank
         send, recv = send_counts.tolist(), recv_counts.tolist()
-        token = order // top_k                                             # the token each sorted pair came from
-        rows = self.group.all_to_all(x[token], send, recv)
-        pair_weights = self.group.all_to_all(weights.reshape(-1)[order], send, recv)
+        rows = self.group.all_to_all(x[order // ids.shape[1]], send, recv)  # the token of each sorted pair
         pair_ids = self.group.all_to_all(ids.reshape(-1)[order], send, recv)
-        out = experts(rows, pair_weights.unsqueeze(1), pair_ids.unsqueeze(1))   # one (token, expert) per row
+        unit = torch.ones(rows.shape[0], 1, dtype=torch.float32, device=rows.device)
+        out = experts(rows, unit, pair_ids.unsqueeze(1))                   # one (token, expert) per row, unweighted
         back = self.group.all_to_all(out, recv, send)                      # the reverse exchange
-        return torch.zeros_like(x).index_add_(0, token, back)
+        return ep_combine(back, order, weights)
 
     def _all_gather(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, experts: ExpertsFn,
                     sizes: list[int]) -> torch.Tensor:

@@ -28,7 +28,8 @@ from torch import nn
 from .. import ops
 from ..distributed.parallel_state import get_tp_group
 from .config import ModelConfig
-from .sharding import divide, head_shard, vocab_range
+from . import sharding
+from .sharding import divide
 
 AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -98,7 +99,7 @@ class VocabParallelEmbedding(nn.Module):
         super().__init__()
         self.tp = get_tp_group()
         self.num_embeddings = num_embeddings
-        self.start, rows, real_rows = vocab_range(num_embeddings, self.tp.world_size, self.tp.rank_in_group)
+        self.start, rows, real_rows = sharding.vocab_range(num_embeddings, self.tp.world_size, self.tp.rank_in_group)
         self.weight = _param(rows, dim, dtype=dtype)
         self.weight.data[real_rows:].zero_()  # padding rows: never looked up, score 0 (cut off in logits)
         self.shard = Shard(0, self.start, num_embeddings)
@@ -210,15 +211,17 @@ class Attention(nn.Module):
         super().__init__()
         self.layer_idx = layer_idx
         tp = get_tp_group()
-        heads = head_shard(config.num_attention_heads, config.num_key_value_heads, tp.world_size, tp.rank_in_group)
-        self.num_heads, self.num_kv_heads, self.head_dim = heads.num_heads, heads.num_kv_heads, config.head_dim
-        hd = config.head_dim
-        q_rows, kv_rows = heads.num_heads * hd, heads.num_kv_heads * hd
+        # sharding.head_shard / vocab_range are looked up on their module at call time, so a replacement set
+        # there (exercises 250 and 253, `practice/judge.py engine`) takes effect.
+        self.num_heads, self.num_kv_heads, q_start, kv_start, _ = sharding.head_shard(
+            config.num_attention_heads, config.num_key_value_heads, tp.world_size, tp.rank_in_group)
+        self.head_dim = hd = config.head_dim
+        q_rows, kv_rows = self.num_heads * hd, self.num_kv_heads * hd
         self.qkv_proj = MergedLinear(
             config.hidden_size, {"q_proj": q_rows, "k_proj": kv_rows, "v_proj": kv_rows}, config.qkv_bias, dtype,
-            shards={"q_proj": Shard(0, heads.q_start * hd, config.q_size),
-                    "k_proj": Shard(0, heads.kv_start * hd, config.kv_size),
-                    "v_proj": Shard(0, heads.kv_start * hd, config.kv_size)})
+            shards={"q_proj": Shard(0, q_start * hd, config.q_size),
+                    "k_proj": Shard(0, kv_start * hd, config.kv_size),
+                    "v_proj": Shard(0, kv_start * hd, config.kv_size)})
         self.o_proj = RowParallelLinear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
         self.rotary_emb = rotary
         self.qkv_sizes = [q_rows, kv_rows, kv_rows]

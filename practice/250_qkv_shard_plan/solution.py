@@ -1,30 +1,33 @@
 """Exercise 250: the tensor-parallel shard plan of a QKV layer under GQA (solution)."""
 from __future__ import annotations
 
+from typing import NamedTuple
 
-def qkv_shard_plan(num_heads: int, num_kv_heads: int, head_dim: int, tp_size: int) -> list[dict]:
-    if min(num_heads, num_kv_heads, head_dim, tp_size) < 1:
-        raise ValueError(f"every argument must be >= 1, got {num_heads}, {num_kv_heads}, {head_dim}, {tp_size}")
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
-    if num_heads % tp_size:
-        raise ValueError(f"num_heads={num_heads} is not divisible by tp_size={tp_size}")
-    if tp_size >= num_kv_heads:
-        if tp_size % num_kv_heads:
-            raise ValueError(f"tp_size={tp_size} is not a multiple of num_kv_heads={num_kv_heads}: cannot replicate evenly")
-        kv_per_rank, replicas = 1, tp_size // num_kv_heads
-    else:
-        if num_kv_heads % tp_size:
-            raise ValueError(f"num_kv_heads={num_kv_heads} is not divisible by tp_size={tp_size}")
-        kv_per_rank, replicas = num_kv_heads // tp_size, 1
-    q_per_rank = num_heads // tp_size
-    plan = []
-    for rank in range(tp_size):
-        q_start = rank * q_per_rank
-        kv_start = (rank // replicas) * kv_per_rank
-        plan.append({"q_heads": list(range(q_start, q_start + q_per_rank)),
-                     "kv_heads": list(range(kv_start, kv_start + kv_per_rank)),
-                     "kv_replicas": replicas,
-                     "q_rows": [q_start * head_dim, (q_start + q_per_rank) * head_dim],
-                     "kv_rows": [kv_start * head_dim, (kv_start + kv_per_rank) * head_dim]})
-    return plan
+
+class HeadShard(NamedTuple):
+    """What head_shard returns (the engine's own named tuple has the same fields)."""
+    num_heads: int
+    num_kv_heads: int
+    q_start: int
+    kv_start: int
+    kv_replicas: int
+
+
+def head_shard(total_heads: int, total_kv_heads: int, tp_size: int, tp_rank: int) -> HeadShard:
+    if tp_size < 1 or not 0 <= tp_rank < tp_size:
+        raise ValueError(f"need tp_size >= 1 and 0 <= tp_rank < tp_size, got {tp_size} and {tp_rank}")
+    if min(total_heads, total_kv_heads) < 1 or total_heads % total_kv_heads:
+        raise ValueError(f"total_heads={total_heads} must be a positive multiple of total_kv_heads={total_kv_heads}")
+    if total_heads % tp_size:
+        raise ValueError(f"total_heads={total_heads} is not divisible by tp_size={tp_size}")
+    num_heads = total_heads // tp_size
+    if tp_size >= total_kv_heads:
+        if tp_size % total_kv_heads:
+            raise ValueError(f"tp_size={tp_size} is not a multiple of total_kv_heads={total_kv_heads}: "
+                             "cannot replicate evenly")
+        replicas = tp_size // total_kv_heads
+        return HeadShard(num_heads, 1, tp_rank * num_heads, tp_rank // replicas, replicas)
+    if total_kv_heads % tp_size:
+        raise ValueError(f"total_kv_heads={total_kv_heads} is not divisible by tp_size={tp_size}")
+    num_kv = total_kv_heads // tp_size
+    return HeadShard(num_heads, num_kv, tp_rank * num_heads, tp_rank * num_kv, 1)

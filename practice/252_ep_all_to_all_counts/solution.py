@@ -1,19 +1,16 @@
-"""Exercise 252: the send/receive counts and send order of an expert-parallel all-to-all (solution)."""
+"""Exercise 252: the send order and send counts of an expert-parallel all-to-all (solution)."""
 from __future__ import annotations
 
+import torch
 
-def dispatch_plan(topk_ids: list[list[list[int]]], expert_owner: list[int]) -> dict:
-    n = len(topk_ids)
-    if any(not 0 <= owner < n for owner in expert_owner):
-        raise ValueError(f"expert_owner {expert_owner} names a rank outside [0, {n})")
-    send, order = [], []
-    for r, rows in enumerate(topk_ids):
-        flat = [e for row in rows for e in row]
-        for e in flat:
-            if not 0 <= e < len(expert_owner):
-                raise ValueError(f"rank {r}: expert id {e} is outside [0, {len(expert_owner)})")
-        dest = [expert_owner[e] for e in flat]
-        send.append([dest.count(j) for j in range(n)])
-        order.append(sorted(range(len(flat)), key=lambda p: dest[p]))   # sorted() is stable
-    recv = [[send[i][j] for i in range(n)] for j in range(n)]
-    return {"send": send, "recv": recv, "order": order}
+
+def dispatch_plan(topk_ids: torch.Tensor, expert_owner: torch.Tensor,
+                  world_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    owner = expert_owner.long()
+    if owner.numel() and not (0 <= int(owner.min()) and int(owner.max()) < world_size):
+        raise ValueError(f"expert_owner names ranks outside [0, {world_size}): {owner.tolist()}")
+    flat = topk_ids.reshape(-1).long()
+    if flat.numel() and not (0 <= int(flat.min()) and int(flat.max()) < owner.numel()):
+        raise ValueError(f"expert ids must be in [0, {owner.numel()}), got {flat.tolist()}")
+    dest = owner[flat]                                             # the destination rank of every pair
+    return torch.argsort(dest, stable=True), torch.bincount(dest, minlength=world_size)

@@ -1,41 +1,57 @@
-"""Tests of exercise 252: all-to-all split sizes and send order of an EP dispatch."""
+"""Tests of exercise 252: one rank's send order and send counts of an EP dispatch."""
 import random
 
 import pytest
+import torch
 
 import submission as sub
 
+OWNER = torch.tensor([0, 0, 1, 1])
+
+
+def plan(ids, owner, n):
+    order, send = sub.dispatch_plan(torch.tensor(ids, dtype=torch.int32).reshape(-1, len(ids[0]) if ids else 1),
+                                    torch.tensor(owner), n)
+    assert order.dtype == torch.int64 and send.dtype == torch.int64, (order.dtype, send.dtype)
+    return order.tolist(), send.tolist()
+
 
 def test_example():
-    got = sub.dispatch_plan([[[3, 0], [1, 2]], [[2, 3]]], [0, 0, 1, 1])
-    assert got == {"send": [[2, 2], [0, 2]], "recv": [[2, 0], [2, 2]], "order": [[1, 2, 0, 3], [0, 1]]}
+    assert plan([[3, 0], [1, 2]], OWNER, 2) == ([1, 2, 0, 3], [2, 2])
+    assert plan([[2, 3]], OWNER, 2) == ([0, 1], [0, 2])
+
+
+def test_int64_ids_and_shapes():
+    order, send = sub.dispatch_plan(torch.tensor([[3, 0], [1, 2]]), OWNER, 2)
+    assert order.shape == (4,) and send.shape == (2,)
 
 
 def test_two_choices_on_the_same_rank_are_two_pairs():
-    got = sub.dispatch_plan([[[0, 1]], [[0, 1]]], [1, 1])
-    assert got["send"] == [[0, 2], [0, 2]] and got["recv"] == [[0, 0], [2, 2]]
+    assert plan([[0, 1]], [1, 1], 2) == ([0, 1], [0, 2])
 
 
-def test_rank_without_tokens():
-    got = sub.dispatch_plan([[], [[0], [2]], []], [2, 0, 1])
-    assert got["send"] == [[0, 0, 0], [0, 1, 1], [0, 0, 0]]
-    assert got["recv"] == [[0, 0, 0], [0, 1, 0], [0, 1, 0]]
-    assert got["order"] == [[], [1, 0], []]
+def test_no_tokens():
+    order, send = sub.dispatch_plan(torch.zeros(0, 2, dtype=torch.int32), torch.tensor([2, 0, 1]), 3)
+    assert order.tolist() == [] and send.tolist() == [0, 0, 0] and send.dtype == torch.int64
+
+
+def test_a_rank_that_owns_no_chosen_expert_still_gets_a_count():
+    assert plan([[0], [2]], [2, 0, 1], 4) == ([1, 0], [0, 1, 1, 0])
 
 
 def test_round_robin_placement():
-    got = sub.dispatch_plan([[[0, 1, 2, 3]]] * 2, [0, 1, 0, 1])
-    assert got["send"] == [[2, 2], [2, 2]] and got["order"] == [[0, 2, 1, 3]] * 2
+    assert plan([[0, 1, 2, 3]], [0, 1, 0, 1], 2) == ([0, 2, 1, 3], [2, 2])
 
 
-@pytest.mark.parametrize("topk_ids, owner", [
-    ([[[0, 4]], [[1, 2]]], [0, 0, 1, 1]),       # expert 4 does not exist
-    ([[[-1, 0]], [[1, 2]]], [0, 0, 1, 1]),      # nor does expert -1
-    ([[[0, 1]], [[1, 2]]], [0, 0, 2, 1]),       # rank 2 does not exist
+@pytest.mark.parametrize("ids, owner", [
+    ([[0, 4]], [0, 0, 1, 1]),       # expert 4 does not exist
+    ([[-1, 0]], [0, 0, 1, 1]),      # nor does expert -1
+    ([[0, 1]], [0, 0, 2, 1]),       # rank 2 does not exist
+    ([[0, 1]], [0, -1, 1, 1]),      # nor does rank -1
 ])
-def test_bad_input_raises(topk_ids, owner):
+def test_bad_input_raises(ids, owner):
     with pytest.raises(ValueError):
-        sub.dispatch_plan(topk_ids, owner)
+        sub.dispatch_plan(torch.tensor(ids, dtype=torch.int32), torch.tensor(owner), 2)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -45,26 +61,24 @@ def test_random_dispatch_delivers_every_pair_once(seed):
     num_experts = rng.randint(n, 12)
     top_k = rng.randint(1, min(4, num_experts))
     owner = [rng.randrange(n) for _ in range(num_experts)]
-    topk_ids = [[rng.sample(range(num_experts), top_k) for _ in range(rng.randint(0, 6))] for _ in range(n)]
-    got = sub.dispatch_plan(topk_ids, owner)
-    send, recv, order = got["send"], got["recv"], got["order"]
-    for r in range(n):
-        flat = [e for row in topk_ids[r] for e in row]
-        assert sorted(order[r]) == list(range(len(flat)))                       # each pair sent once
-        dests = [owner[flat[p]] for p in order[r]]
+    ranks = [[rng.sample(range(num_experts), top_k) for _ in range(rng.randint(0, 6))] for _ in range(n)]
+    sends, arrived = [], {j: [] for j in range(n)}
+    for ids in ranks:
+        topk = torch.tensor(ids, dtype=torch.int32).reshape(len(ids), top_k)
+        order, send = (t.tolist() for t in sub.dispatch_plan(topk, torch.tensor(owner), n))
+        flat = [e for row in ids for e in row]
+        assert sorted(order) == list(range(len(flat)))                          # each pair sent once
+        dests = [owner[flat[p]] for p in order]
         assert dests == sorted(dests)                                           # grouped by destination
         for j in range(n):
-            same = [p for p in order[r] if owner[flat[p]] == j]
+            same = [p for p in order if owner[flat[p]] == j]
             assert same == sorted(same)                                         # stable within a destination
-            assert send[r][j] == len(same)
-            assert recv[j][r] == send[r][j]
-        assert sum(send[r]) == len(flat)
-    arrived = {j: [] for j in range(n)}                                         # what each rank receives
-    for r in range(n):
-        flat = [e for row in topk_ids[r] for e in row]
+            assert send[j] == len(same)
         offset = 0
-        for j in range(n):
-            arrived[j] += [flat[p] for p in order[r][offset:offset + send[r][j]]]
-            offset += send[r][j]
+        for j in range(n):                                                      # what the all-to-all delivers
+            arrived[j] += [flat[p] for p in order[offset:offset + send[j]]]
+            offset += send[j]
+        sends.append(send)
     for j in range(n):
-        assert all(owner[e] == j for e in arrived[j]) and len(arrived[j]) == sum(recv[j])
+        recv = [sends[i][j] for i in range(n)]                                  # the counts' own all-to-all
+        assert all(owner[e] == j for e in arrived[j]) and len(arrived[j]) == sum(recv)

@@ -1,24 +1,16 @@
 """Exercise 258: the combine of an expert-parallel exchange, a weighted sum per token (solution)."""
 from __future__ import annotations
 
+import torch
 
-def ep_combine(order: list[int], returned: list[list[float]], topk_weights: list[list[float]]) -> list[list[float]]:
-    num_tokens = len(topk_weights)
-    top_k = len(topk_weights[0]) if num_tokens else 0
-    if sorted(order) != list(range(num_tokens * top_k)):
-        raise ValueError(f"order must be a permutation of 0..{num_tokens * top_k - 1}, got {order}")
-    if len(returned) != len(order):
-        raise ValueError(f"{len(returned)} rows came back for {len(order)} pairs")
-    if num_tokens == 0:
-        return []
-    output_of = [None] * len(order)
-    for row, pair in zip(returned, order):          # undo the sort: pair -> its output
-        output_of[pair] = row
-    dim = len(returned[0])
-    out = [[0.0] * dim for _ in range(num_tokens)]
-    for t in range(num_tokens):
-        for k in range(top_k):
-            w, row = topk_weights[t][k], output_of[t * top_k + k]
-            for h in range(dim):
-                out[t][h] += w * row[h]
-    return out
+
+def ep_combine(expert_out: torch.Tensor, order: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    num_tokens, top_k = topk_weights.shape
+    if order.shape != (num_tokens * top_k,) or expert_out.dim() != 2 or expert_out.shape[0] != order.shape[0]:
+        raise ValueError(f"need order [{num_tokens * top_k}] and expert_out [{num_tokens * top_k}, H] for "
+                         f"topk_weights {tuple(topk_weights.shape)}, got {tuple(order.shape)} and "
+                         f"{tuple(expert_out.shape)}")
+    weights = topk_weights.reshape(-1)[order].float()              # row i is pair order[i]
+    weighted = expert_out.float() * weights.unsqueeze(1)
+    out = torch.zeros(num_tokens, expert_out.shape[1], dtype=torch.float32, device=expert_out.device)
+    return out.index_add_(0, order // top_k, weighted).to(expert_out.dtype)   # pair p is token p // K

@@ -19,7 +19,7 @@ def decode_comm_bytes(config: dict, n: int, scheme: str, elem_bytes: int = 2) ->
     if scheme == "tp":
         out["MLP / experts all-reduce"] = layers * 2 * ring * h
     elif scheme == "ep-alltoall":
-        out["all-to-all out + back"] = layers * ring * (2 * h + 8)
+        out["all-to-all out + back"] = layers * ring * (2 * h + 4)
         out["slice all-gather"] = layers * ring * h
     else:
         out["all-gather + reduce-scatter"] = layers * ring * (2 * h + 8 * config["num_experts_per_tok"])
