@@ -252,7 +252,8 @@ def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):
     with pytest.raises(ValueError, match="block_size=8 is not supported by the 'npu' kernel backend"):
         LLM(checkpoints["llama"], block_size=8, backend="npu")
     LLM(checkpoints["llama"], block_size=8, backend="triton")   # Triton's kernels take any block size
-    monkeypatch.setattr("mini_platform.platforms._current_platform", NPUPlatform())
+    from mini_platform import platforms
+    monkeypatch.setattr(platforms, "_current", platforms.LazyPlatform(NPUPlatform))   # the Ascend platform, resolved
     with pytest.raises(ValueError, match="block_size=4 is not supported"):
         LLM(checkpoints["llama"], block_size=4)
 
