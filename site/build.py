@@ -432,10 +432,24 @@ def build_engine_page(out: Path, env, exercises: list[Exercise]) -> None:
 BROWSER_MODULES = set(sys.stdlib_module_names) | {"pytest", "submission"}
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:`` (never run: imports for annotations only)."""
+    def is_flag(test: ast.expr) -> bool:
+        return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+            (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If) and is_flag(node.test)
+            for statement in node.body for inner in ast.walk(statement)}
+
+
 def check_browser_imports(exercise: Exercise) -> None:
-    """A browser-runnable exercise may import only what the worker has: the standard library and pytest."""
+    """A browser-runnable exercise may import only what the worker has: the standard library and pytest
+    (an import under ``if TYPE_CHECKING:`` never runs)."""
     for name in ("test.py", "solution.py", "starter.py"):
-        for node in ast.walk(ast.parse(exercise.file(name).read_text(encoding="utf-8"))):
+        tree = ast.parse(exercise.file(name).read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:

@@ -262,7 +262,7 @@ def browser_runner(tmp_path, monkeypatch):
     from _pytest.assertion import rewrite
 
     monkeypatch.syspath_prepend(str(ROOT / "site" / "web" / "src"))
-    monkeypatch.syspath_prepend(str(ROOT / "practice"))
+    monkeypatch.syspath_prepend(str(ROOT / "practice" / "judging"))   # flat, as the site serves judge_core and render
     monkeypatch.setattr(rewrite, "_rewrite_test", rewrite._rewrite_test)
     monkeypatch.setattr(pluggy._hooks, "varnames", pluggy._hooks.varnames)
     monkeypatch.setattr(fixtures, "getfuncargnames", fixtures.getfuncargnames)

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+_PARSING = threading.Lock()
 PRACTICE_DIR = Path(__file__).resolve().parents[1]   # practice/: the exercise folders
 FILES = ("problem.md", "starter.py", "solution.py", "test.py")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -105,7 +107,8 @@ class Exercise:
     def test_functions(self) -> list[str]:
         """Names of the module-level test functions in test.py (``test*``, not fixtures), read with
         ast, nothing imported; each is collected by pytest at least once."""
-        tree = ast.parse(self.file("test.py").read_text(encoding="utf-8"))
+        with _PARSING:   # CPython 3.11.7's ast.parse is not thread-safe (``judge.py check`` judges two at a time)
+            tree = ast.parse(self.file("test.py").read_text(encoding="utf-8"))
 
         def is_fixture(decorator: ast.expr) -> bool:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
