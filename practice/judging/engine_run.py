@@ -36,7 +36,8 @@ The result (rewritten after each stage, so that a crash or a time-out still tell
      "equal": bool, "reference_equal": bool, "difference": DIFF or null, "culprit": {...} or null,
      "runs": int, "run_names": [name, ...]}
 
-RUN = {"counts": {path: calls}, "models": {name: {"equal", "difference", "stats", "steps"}}};
+RUN = {"counts": {path: calls}, "models": {name: {"equal", "difference", "stats", "steps", "called"}}} (``called``: the
+paths called in that run);
 DIFF = {"model", "step", "request", "expected", "got", "same_tokens"} or {"model", "exception", "where"}
 (``same_tokens`` with ``expected_stats``/``got_stats`` when only the statistics differ).
 """
@@ -471,15 +472,17 @@ def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], 
         for part in mine:
             objects.update(part["objects"])
         files = [{key: part[key] for key in ("exercise", "file", "sha256", "paths")} for part in mine]
+        before = dict(counts)
         with installed(objects, counts), environment(run), worker_parts(run, objects, files, counts):
             outcome = run_model(model, learner_files)
+        called = sorted(path for path in counts if counts[path] > before[path])
         equal = "error" not in outcome and all(outcome["outputs"].get(r) == t for r, t in expected[name].items())
         if equal and reference is not None:
             same = reference["models"][name]
             equal = outcome["steps"] == same["steps"] and outcome["stats"] == same["stats"]
         result["models"][name] = {
             "equal": equal, "steps": outcome["steps"], "outputs": outcome.get("outputs"),
-            "stats": outcome.get("stats"),
+            "stats": outcome.get("stats"), "called": called,
             "difference": None if equal else first_difference(
                 name, outcome, expected[name], reference["models"][name] if reference else None)}
     result["equal"] = all(m["equal"] for m in result["models"].values())
@@ -568,11 +571,17 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
         expected[name][str(SAMPLED_ROW)] = reference["models"][name]["outputs"][str(SAMPLED_ROW)]
 
     def assemble(ids: frozenset, names: list[str], stage: str) -> dict:
-        """The runs ``names`` with the parts ``ids`` swapped in; a run that swaps none of them in is the
-        all-reference engine's run again, so its result is taken from there."""
+        """The runs ``names`` with the parts ``ids`` swapped in. A run that calls none of them (it does not
+        serve their chapter, or the all-reference engine never called them there) takes the same path as
+        the all-reference engine until one is called, so never: its result is taken from that engine's."""
         report["runs"] += 1
-        chapters = {learner[i]["chapter"] for i in ids}
-        touched = [name for name in names if models[name]["run"].chapters & chapters]
+
+        def touches(name: str) -> bool:
+            called = set(reference["models"][name]["called"])
+            return any(learner[i]["chapter"] in models[name]["run"].chapters and called & set(learner[i]["paths"])
+                       for i in ids)
+
+        touched = [name for name in names if touches(name)]
         run = run_engine({name: models[name] for name in touched}, expected, reference_objects, learner_files,
                          reference, {i: learner[i] for i in sorted(ids)}, stage_progress(stage))
         run["models"] = {name: run["models"].get(name) or {**reference["models"][name], "difference": None}
