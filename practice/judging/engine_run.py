@@ -5,7 +5,7 @@
 every engine part an exercise declares and, where the learner's version is to be used, the workspace
 file and the sha256 of the content that was judged, and the chapters whose runs to make (null: all)::
 
-    {"parts": [{"exercise": 194, "paths": ["mini_platform.ops.cpu.layernorm.rms_norm", ...],
+    {"parts": [{"exercise": 194, "chapter": 2, "paths": ["mini_platform.ops.cpu.layernorm.rms_norm", ...],
                 "file": "/.../workspace/194_rms_norm.py" or null, "sha256": "..." or null}],
      "chapters": [6] or null}
 
@@ -71,8 +71,8 @@ ENGINE_OPTIONS = {"block_size": 4, "num_kv_blocks": 14, "max_num_seqs": 8, "max_
 # Whole prompts (no chunked prefill, so a long prompt at the head of the queue holds the others back), three
 # requests at a time, blocks of 8 and a context of 24 tokens (the longer prompts finish by length): other
 # kernel shapes, rules the first run never uses, preemption again.
-WHOLE_PROMPT_OPTIONS = {**ENGINE_OPTIONS, "block_size": 8, "num_kv_blocks": 5, "max_num_seqs": 3,
-                        "max_num_batched_tokens": 24, "enable_chunked_prefill": False, "max_model_len": 24}
+WHOLE_PROMPTS = {"block_size": 8, "num_kv_blocks": 5, "max_num_seqs": 3, "max_num_batched_tokens": 24,
+                 "enable_chunked_prefill": False, "max_model_len": 24}
 # The npu kernels take blocks of 16 tokens or more (as _npu_paged_attention does); 5 of them still preempt.
 NPU_OPTIONS = {"backend": "npu", "block_size": 16, "num_kv_blocks": 5, "emulated_npu": True}
 STOP_ROW, SAMPLED_ROW = 2, 3     # the request with a stop token; the seeded sampled one
@@ -106,7 +106,7 @@ def _run(name: str, checkpoint: str, chapters: set, **changes) -> Run:
 RUNS = (
     _run("llama", "llama", {1, 2, 3, 4, 5}),
     _run("mixtral", "mixtral", {1, 2, 3, 4, 5, 6}),
-    Run("llama/b8", "llama", WHOLE_PROMPT_OPTIONS, frozenset({1, 2, 3, 4, 5})),
+    _run("llama/b8", "llama", {1, 2, 3, 4, 5}, **WHOLE_PROMPTS),
     _run("mixtral/triton", "mixtral", {2, 6}, backend="triton"),
     _run("qwen2_moe/npu-graph", "qwen2_moe", {6, 7}, enforce_eager=False, **NPU_OPTIONS),
     _run("mixtral/npu-v1", "mixtral", {6}, env=(("MINI_PLATFORM_NPU_MOE_ROUTING", "v1"),), **NPU_OPTIONS),
@@ -408,7 +408,7 @@ def run_model(model: dict, learner_files: set[str]) -> dict:
     steps: list[list] = []
     engine = None
     try:
-        engine = LLMEngine(model["path"], **model.get("options", ENGINE_OPTIONS))
+        engine = LLMEngine(model["path"], **model["options"])
         for i, (prompt, params) in enumerate(model["rows"]):
             engine.add_request(prompt, params, request_id=str(i))
         outputs = {}
