@@ -372,16 +372,18 @@ def cmd_engine(args) -> int:
 
 def check_exercise(exercise: Exercise) -> dict:
     """Maintainer checks for one exercise, judged in one child process (sandbox.run_batch):
-    {"problems": [...], "warnings": [...], "skipped": reason or "", "wrong": [{"file", "status", "mistake"}]}."""
+    {"problems": [...], "warnings": [...], "skipped": reason or "", "wrong": [{"file", "status", "mistake"}],
+    "right": [{"file", "status", "how"}]}."""
     report = {"problems": exercises.validate_layout(exercise), "warnings": exercises.layout_warnings(exercise),
-              "skipped": "", "wrong": []}
+              "skipped": "", "wrong": [], "right": []}
     missing = _missing_requirements(exercise)
     if missing:
         report["skipped"] = tr(f"跳过：需要 {', '.join(missing)}", f"skipped: needs {', '.join(missing)}")
         return report
-    wrong = exercise.wrong_solutions()
-    files = [exercise.file("solution.py"), exercise.file("starter.py"), *wrong]
+    wrong, right = exercise.wrong_solutions(), exercise.right_solutions()
+    files = [exercise.file("solution.py"), exercise.file("starter.py"), *wrong, *right]
     solution, starter, *judged = run_batch(exercise, files, exercise.timeout, memory_limit_mb(exercise), LANG)
+    judged, judged_right = judged[:len(wrong)], judged[len(wrong):]
     problems = report["problems"]
     if solution["status"] != "accepted":
         first = next((t for t in solution["tests"] if t["outcome"] != "passed"), None)
@@ -401,6 +403,14 @@ def check_exercise(exercise: Exercise) -> dict:
             problems.append(tr(f"wrong/{path.name} 通过了测试（错误解法必须被拒绝；测试漏掉了：{exercises.mistake(path)}）",
                                f"wrong/{path.name} is accepted (a wrong solution must be rejected; the tests miss: "
                                f"{exercises.mistake(path)})"))
+    for path, verdict in zip(right, judged_right):
+        how = exercises.mistake(path, exercises.CORRECT_PREFIX)
+        report["right"].append({"file": f"right/{path.name}", "status": verdict["status"], "how": how})
+        if verdict["status"] != "accepted":
+            first = next((t for t in verdict["tests"] if t["outcome"] != "passed"), None)
+            why = (first["name"] + ": " + first["message"] if first else verdict["message"]).strip()[:300]
+            problems.append(tr(f"right/{path.name} 被拒绝（正确的另一种写法必须通过：{how}；{why}）",
+                               f"right/{path.name} is rejected (a correct alternative must be accepted: {how}; {why})"))
     return report
 
 
@@ -424,6 +434,10 @@ def cmd_check(args) -> int:
         rejected = sum(w["status"] != "accepted" for w in result["wrong"])
         wrong = tr(f"  错误解法 {rejected}/{len(result['wrong'])} 被拒绝", f"  wrong solutions rejected {rejected}/{len(result['wrong'])}") \
             if result["wrong"] else ""
+        if result["right"]:
+            accepted = sum(r["status"] == "accepted" for r in result["right"])
+            wrong += tr(f"，另一种正确写法 {accepted}/{len(result['right'])} 通过",
+                        f", correct alternatives accepted {accepted}/{len(result['right'])}")
         print(f"{mark:<4} {exercise.name}  {skipped}{wrong}".rstrip())
         for problem in problems:
             print(f"       {problem}")
@@ -489,7 +503,7 @@ EPILOG = """commands / 命令:
   solution ID    the reference solution, once accepted / 通过后查看参考答案
   doctor         what this machine can run / 本机能运行什么
   engine [--parts IDS | --chapter N]  the engine with your accepted parts, against transformers / 用你的实现跑引擎
-  check [IDS]    maintainers: solutions pass, starters and wrong/ fail, examples exist / 维护者检查
+  check [IDS]    maintainers: solutions and right/ pass, starters and wrong/ fail, examples exist / 维护者检查
   reset ID       restore the starter (the old file is backed up) / 恢复起始代码（旧文件会备份）"""
 COMMANDS = {"list": cmd_list, "show": cmd_show, "hint": cmd_hint, "solution": cmd_solution, "doctor": cmd_doctor,
             "check": cmd_check, "reset": cmd_reset, "engine": cmd_engine}

@@ -26,6 +26,9 @@ Two more parts, checked by ``judge.py check``:
 
 - ``wrong/NN_name.py``: wrong solutions a learner might write (at least MIN_WRONG), each starting
   with ``# Mistake: <what the learner got wrong>``; every one must be rejected by the tests.
+- ``right/NN_name.py`` (optional): correct solutions written another way than solution.py, each starting
+  with ``# Correct: <how it differs>``; every one must be accepted, so that the tests do not reject what
+  the statement allows (a different order of work, another error message, another helper).
 - ``hints.md``: progressive hints, sections ``## 1``, ``## 2``, ... each in Chinese, then a paragraph
   starting ``**English:**`` with the same hint in English.
 """
@@ -52,6 +55,7 @@ _HINT = re.compile(r"^## (\d+)\s*$", re.MULTILINE)
 _HINT_ENGLISH = re.compile(r"^\*\*English:?\*\*:?[ \t]*", re.MULTILINE)
 _WRONG_NAME = re.compile(r"^\d{2}_[a-z0-9_]+\.py$")
 MISTAKE_PREFIX = "# Mistake:"
+CORRECT_PREFIX = "# Correct:"
 MIN_WRONG = 5
 
 
@@ -129,6 +133,11 @@ class Exercise:
         folder = self.path / "wrong"
         return sorted(folder.glob("*.py")) if folder.is_dir() else []
 
+    def right_solutions(self) -> list[Path]:
+        """The files ``right/*.py``, sorted by name."""
+        folder = self.path / "right"
+        return sorted(folder.glob("*.py")) if folder.is_dir() else []
+
     def example_tests(self) -> list[str]:
         """Names of the ``test_example*`` functions in test.py."""
         return [name for name in self.test_functions() if name.startswith("test_example")]
@@ -169,10 +178,11 @@ def parse_hints(text: str, source: str = "hints.md") -> list[dict]:
     return hints
 
 
-def mistake(path: Path) -> str:
-    """The ``# Mistake: ...`` sentence of a wrong solution ("" when its first line has none)."""
+def mistake(path: Path, prefix: str = MISTAKE_PREFIX) -> str:
+    """The ``# Mistake: ...`` sentence of a wrong solution (``# Correct: ...`` of a right one with
+    prefix=CORRECT_PREFIX); "" when its first line has none."""
     first = (path.read_text(encoding="utf-8").splitlines() or [""])[0]
-    return first[len(MISTAKE_PREFIX):].strip() if first.startswith(MISTAKE_PREFIX) else ""
+    return first[len(prefix):].strip() if first.startswith(prefix) else ""
 
 
 def _scalar(text: str, where: str):
@@ -339,6 +349,12 @@ def validate_layout(exercise: Exercise) -> list[str]:
         if not mistake(path):
             problems.append(f"wrong/{path.name} 第一行应为 '{MISTAKE_PREFIX} ...' / "
                             f"the first line of wrong/{path.name} must be '{MISTAKE_PREFIX} ...'")
+    for path in exercise.right_solutions():
+        if not _WRONG_NAME.match(path.name):
+            problems.append(f"right/{path.name} 应命名为 NN_name.py / right/{path.name} must be named NN_name.py")
+        if not mistake(path, CORRECT_PREFIX):
+            problems.append(f"right/{path.name} 第一行应为 '{CORRECT_PREFIX} ...' / "
+                            f"the first line of right/{path.name} must be '{CORRECT_PREFIX} ...'")
     try:
         exercise.hints()
     except ExerciseError as exc:
