@@ -20,7 +20,8 @@ prints engine_parts.summarize's result (status, equal, one row per part, differe
 The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
 (git-ignored); judging another file records nothing.
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
-folder of exercises, with its own workspace and state; used by the tests).
+folder of exercises, with its own workspace and state; used by the tests), MINI_PLATFORM_WORKSPACE
+(another folder for the workspace files and the state; the site build's empty one, see judging/progress.py).
 """
 from __future__ import annotations
 

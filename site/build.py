@@ -21,10 +21,12 @@ import ast
 import hashlib
 import http.server
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from practice.judging.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
 from practice.judging import render  # noqa: E402
+from practice.judging.progress import WORKSPACE_ENV  # noqa: E402
 
 # The wheels `import pytest` needs inside Pyodide. pytest is the version requirements.txt pins, so the
 # local judge and the browser run the same pytest; the others are at the versions of Pyodide's own
@@ -238,7 +241,8 @@ def execute_notebook(path: Path, execute: bool):
     client = NotebookClient(nb, timeout=600, kernel_name="python3", on_cell_start=on_start,
                             resources={"metadata": {"path": str(path.parent)}})
     try:
-        client.execute()
+        with tempfile.TemporaryDirectory(prefix="mini-site-workspace-") as workspace:
+            client.execute(env=execution_env(Path(workspace)))
     except CellExecutionError as exc:
         print(end="\n" if live else "", flush=True)
         cell = nb.cells[state["index"]]
@@ -252,9 +256,17 @@ def execute_notebook(path: Path, execute: bool):
     return nb
 
 
+def execution_env(workspace: Path) -> dict[str, str]:
+    """The environment a chapter is executed in: this one, with the judge's workspace and state in
+    ``workspace``, an empty folder of the build's own. A published chapter shows what a new reader sees
+    (the reference parts), never the builder's files, verdicts or paths from practice/workspace/."""
+    return {**os.environ, WORKSPACE_ENV: str(workspace)}
+
+
 def store_executed(path: Path, nb) -> None:
-    """Keep ``nb``, the notebook at ``path`` executed top to bottom, as its cached execution (the
-    notebook tests store theirs too, so a build in the same test session executes nothing again)."""
+    """Keep ``nb``, the notebook at ``path`` executed top to bottom in ``execution_env``, as its cached
+    execution (the notebook tests store theirs too, so a build in the same test session executes
+    nothing again)."""
     import nbformat
 
     folder = CACHE / "notebooks"

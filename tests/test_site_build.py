@@ -346,3 +346,42 @@ def test_browser_runner_remembers_argument_names_only_of_site_packages_functions
     cached = pluggy._hooks.varnames.__closure__[0].cell_contents   # the wrapper's cache
     functions = {key[0] for key in cached}
     assert _pytest.runner.pytest_runtest_protocol in functions and namespace["hook"] not in functions
+
+
+# What the chapters' closing cells read: the judge's progress (run_for_chapter -> judge.py engine -> choose)
+# and the capstone's project (chapter 9).
+WORKSPACE_PROBE = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "practice")!r})
+from capstone import harness
+from judging import engine_parts, exercises
+from judging.progress import Progress
+
+progress = Progress(exercises.PRACTICE_DIR)
+print(progress.workspace, sorted(p.name for p in progress.workspace.glob("*")), progress.load())
+print(engine_parts.choose([exercises.find(194)], progress, "en"))
+print(harness.learner_project(), (harness.learner_project() / "pyproject.toml").is_file())
+"""
+
+
+def test_notebooks_execute_with_an_empty_workspace_of_their_own(build, cache, tmp_path, monkeypatch):
+    """The builder's workspace (here a folder standing in for practice/workspace/, with an accepted
+    part and a capstone project) never reaches a built chapter: not its files, verdicts or paths."""
+    from practice.judging import exercises, progress
+
+    monkeypatch.delenv(progress.WORKSPACE_ENV, raising=False)   # the package's own default stays
+    assert progress.Progress(exercises.PRACTICE_DIR).workspace == exercises.PRACTICE_DIR / "workspace"
+    assert progress.Progress(exercises.PRACTICE_DIR).state_file == exercises.PRACTICE_DIR / ".judge_state.json"
+    builder = tmp_path / "builders-workspace"
+    part = builder / f"{exercises.find(194).name}.py"
+    (builder / "lumen-npu").mkdir(parents=True)
+    (builder / "lumen-npu" / "pyproject.toml").write_text("[project]\nname = 'lumen-npu'\n")
+    part.write_text("# BUILDER-MARKER\n" + exercises.find(194).file("solution.py").read_text())
+    (builder / ".judge_state.json").write_text(json.dumps({"194": {
+        "status": "accepted", "passed": 1, "total": 1, "file": str(part), "sha256": progress.file_digest(part)}}))
+    monkeypatch.setenv(progress.WORKSPACE_ENV, str(builder))
+    assert progress.Progress(exercises.PRACTICE_DIR).load()["194"]["status"] == "accepted"   # it is honoured
+    html = build.render_notebook(build.execute_notebook(notebook(tmp_path / "05_probe.ipynb", WORKSPACE_PROBE), True))
+    assert "no_file" in html and "lumen-npu False" in html   # as a new reader
+    for leak in ("BUILDER-MARKER", "accepted", str(builder), "builders-workspace"):
+        assert leak not in html, f"the built chapter shows {leak!r} from the builder's workspace:\n{html}"

@@ -18,6 +18,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from judging.progress import workspace_dir  # practice/ is on sys.path wherever this module is imported
+
 REPO = Path(__file__).resolve().parents[2]
 SKELETON = REPO / "practice" / "capstone" / "starter"
 REFERENCE = REPO / "practice" / "capstone" / "solution"
@@ -39,6 +41,12 @@ def project_dir(project: str | os.PathLike) -> Path:
                 if str(project) == WORKSPACE_PROJECT else "")
         raise ProjectError(f"no plugin project at {path} (no pyproject.toml there){hint}")
     return path
+
+
+def learner_project() -> Path:
+    """The learner's own project: ``lumen-npu/`` in their workspace (practice/workspace/, or the folder
+    ``MINI_PLATFORM_WORKSPACE`` names)."""
+    return workspace_dir(REPO / "practice") / Path(WORKSPACE_PROJECT).name
 
 
 def _temp_dir(prefix: str) -> Path:

@@ -9,6 +9,10 @@
     "runs":  int      # judgements of the workspace file
     "failed_runs": int  # of those, not accepted
     "hints": int      # how many hints ``judge.py hint ID`` has shown
+
+``MINI_PLATFORM_WORKSPACE`` names another folder for both (the state file then lies inside it, as
+``.judge_state.json``): the site build points it at an empty temporary folder, so that the chapters it
+publishes show nobody's files or verdicts.
 """
 from __future__ import annotations
 
@@ -20,13 +24,22 @@ from pathlib import Path
 
 from .exercises import Exercise
 
+WORKSPACE_ENV = "MINI_PLATFORM_WORKSPACE"
+
+
+def workspace_dir(root: Path) -> Path:
+    """The learner's folder: ``$MINI_PLATFORM_WORKSPACE`` when set, else ``root/workspace``."""
+    override = os.environ.get(WORKSPACE_ENV)
+    return Path(override).resolve() if override else root / "workspace"
+
 
 class Progress:
-    """Workspace files and state under one practice folder."""
+    """Workspace files and state under one practice folder (or the folder ``MINI_PLATFORM_WORKSPACE`` names)."""
 
     def __init__(self, root: Path) -> None:
-        self.workspace = root / "workspace"
-        self.state_file = root / ".judge_state.json"
+        self.workspace = workspace_dir(root)
+        # with MINI_PLATFORM_WORKSPACE the state goes into that folder too, never beside a temporary one
+        self.state_file = (self.workspace if os.environ.get(WORKSPACE_ENV) else root) / ".judge_state.json"
 
     def workspace_file(self, exercise: Exercise) -> Path:
         return self.workspace / f"{exercise.name}.py"
