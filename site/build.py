@@ -5,6 +5,7 @@
     python site/build.py --serve           # build, then serve on http://127.0.0.1:8000/
     python site/build.py --no-execute      # reuse the cached notebook execution
     python site/build.py --only-exercises  # skip the chapters (fast, for work on exercises)
+    python site/build.py --repository https://github.com/OWNER/mini-platform.git   # the address torch pages show
 
 The build installs its own front-end dependencies (``npm ci`` in site/web when node_modules is
 missing), downloads the pinned pure-Python wheels pytest needs (``pip download``, cached in
@@ -35,6 +36,7 @@ SITE = ROOT / "site"
 WEB = SITE / "web"
 CACHE = SITE / ".cache"
 NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS_EN = WEB / "chapters_en.toml"   # the chapters' English titles and summaries
 sys.path.insert(0, str(ROOT))
 
 from practice.judging.exercises import Exercise, ExerciseError, discover, split_statement  # noqa: E402
@@ -357,13 +359,36 @@ def markdown(text: str) -> str:
     return markdown2html_mistune(fix_markdown(text))
 
 
-def templates():
+def templates(repository: str | None = None):
+    """The page templates; ``repository`` is the course's ``git clone`` address the local-judge pages
+    show (None: they say how to start from a downloaded archive instead)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(WEB / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(difficulty=DIFFICULTY, judge_command=JUDGE_COMMAND, labels=script_json(LABELS))
+    env.globals.update(difficulty=DIFFICULTY, judge_command=JUDGE_COMMAND, labels=script_json(LABELS),
+                       repository=check_repository(repository))
+    env.filters["dotted"] = dotted
     return env
+
+
+_REPOSITORY = re.compile(r"(?:https?|ssh|git)://[^\s/]+/\S+|[\w.-]+@[\w.-]+:\S+")
+
+
+def check_repository(address: str | None) -> str | None:
+    """``address`` when it is one ``git clone`` takes (https://, ssh://, git:// or user@host:path)."""
+    if address is None or _REPOSITORY.fullmatch(address):
+        return address
+    raise BuildError(f"--repository {address!r} is not an address git clone takes; give the course's own, "
+                     "e.g. https://github.com/OWNER/mini-platform.git or git@github.com:OWNER/mini-platform.git, "
+                     "or leave it out (the pages then say how to start from a downloaded archive).")
+
+
+def dotted(name: str):
+    """A dotted path as HTML that a narrow column may break after a dot, and nowhere else."""
+    from markupsafe import Markup
+
+    return Markup(".<wbr>").join(name.split("."))
 
 
 def script_json(data) -> str:
@@ -376,12 +401,30 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def english_summaries(stems: list[str]) -> dict[str, dict]:
+    """Each chapter's English title and summary (site/web/chapters_en.toml), shown at its top in English
+    mode since the prose is Chinese; a BuildError names the chapters that have none."""
+    import tomllib
+
+    try:
+        table = tomllib.loads(CHAPTERS_EN.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BuildError(f"{shown(CHAPTERS_EN)} is not valid TOML: {exc}") from None
+    missing = [stem for stem in stems if not {"title", "summary"} <= set(table.get(stem, {}))]
+    if missing:
+        raise BuildError(f"{shown(CHAPTERS_EN)} has no English title and summary for {', '.join(missing)}: add a "
+                         f'["{missing[0]}"] table with title = "..." and summary = """...""" (what the chapter covers).')
+    return {stem: {"title": table[stem]["title"], "summary": " ".join(table[stem]["summary"].split())} for stem in stems}
+
+
 def build_chapters(out: Path, env, execute: bool, exercises: list[Exercise]) -> list[dict]:
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    english = english_summaries([path.stem for path in paths])
     chapters = []
     for path in paths:
         nb = execute_notebook(path, execute)
         chapters.append({"number": int(path.name[:2]), "stem": path.stem, "title": chapter_title(nb, path.stem),
+                         "title_en": english[path.stem]["title"], "summary_en": english[path.stem]["summary"],
                          "href": f"chapters/{path.stem}.html", "body": render_notebook(nb)})
     for i, chapter in enumerate(chapters):
         write(out / chapter["href"], env.get_template("chapter.html.j2").render(
@@ -486,12 +529,13 @@ def check_self_contained(out: Path) -> None:
                 raise BuildError(f"{path.relative_to(out)} would load from another host: {match.group(0)!r}")
 
 
-def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None:
+def build(out: Path, execute: bool = True, only_exercises: bool = False, repository: str | None = None) -> None:
     started = time.perf_counter()
     earlier = (out / BUILD_MARKER).is_file() or (out / "runtime" / "snapshot.bin").is_file()   # or an older build
     if out.exists() and any(out.iterdir()) and not earlier:
         raise BuildError(f"{out} is not empty and was not made by this script, which replaces the whole "
                          "output folder; choose an empty or new folder for --out.")
+    env = templates(repository)   # a bad --repository fails here, before anything is deleted
     ensure_node_modules()
     wheels = ensure_wheels()
     exercises = discover()
@@ -502,7 +546,6 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False) -> None
     compiled = build_runtime(out, wheels)
     rewritten = build_rewritten_tests(out, compiled, exercises)
     build_assets(out)
-    env = templates()
     chapters = [] if only_exercises else build_chapters(out, env, execute, exercises)
     build_exercises(out, env, exercises, chapters, rewritten)
     write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
@@ -588,12 +631,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=SITE / "_build", help="output folder (default: site/_build)")
     parser.add_argument("--no-execute", action="store_true", help="reuse cached notebook outputs, run nothing")
     parser.add_argument("--only-exercises", action="store_true", help="build the index and exercise pages only")
+    parser.add_argument("--repository", metavar="URL",
+                        help="the course's git address, shown as `git clone URL` on the pages of exercises judged "
+                             "locally (default: they say how to start from a downloaded archive)")
     parser.add_argument("--serve", action="store_true", help="serve the built site on 127.0.0.1 afterwards")
     parser.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     try:
-        build(out, execute=not args.no_execute, only_exercises=args.only_exercises)
+        build(out, execute=not args.no_execute, only_exercises=args.only_exercises, repository=args.repository)
     except (BuildError, ExerciseError) as exc:
         print(f"[site] build failed: {exc}", file=sys.stderr)
         return 1

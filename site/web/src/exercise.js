@@ -147,6 +147,7 @@ function main() {
       basicSetup,
       python(),
       editorTheme,
+      EditorView.lineWrapping, // a long line (a TODO comment, a docstring) wraps instead of hiding past the edge
       indentUnit.of("    "),
       keymap.of([indentWithTab]),
       EditorView.contentAttributes.of({ "aria-label": lang() === "en" ? "Code editor" : "代码编辑器", "aria-describedby": "editor-help", tabindex: "0" }),

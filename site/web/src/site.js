@@ -153,6 +153,47 @@ export function initSite() {
   }
   showStatuses();
   focusableScrollers();
+  initFigures();
+}
+
+/** Chapter figures: a tap, a click or Enter shows one at its own size, scrollable, in a dialog (a phone
+ * shrinks a figure to the screen's width, too small to read its labels). */
+function initFigures() {
+  const figures = document.querySelectorAll(".notebook img");
+  if (!figures.length) return;
+  const body = Object.assign(document.createElement("div"), { className: "zoom-body" });
+  const close = Object.assign(document.createElement("button"), { type: "button" });
+  close.append(bilingual({ zh: "关闭", en: "Close" }));
+  const help = bilingual({ zh: "原始大小；可以滑动查看", en: "Full size; scroll to see all of it" });
+  const bar = Object.assign(document.createElement("div"), { className: "zoom-bar" });
+  bar.append(help, close);
+  const dialog = Object.assign(document.createElement("dialog"), { className: "figure-zoom" });
+  dialog.setAttribute("aria-label", "figure / 图");
+  dialog.append(bar, body);
+  document.body.append(dialog);
+  close.addEventListener("click", () => dialog.close());
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog || event.target.tagName === "IMG") dialog.close();
+  });
+  for (const figure of figures) {
+    figure.classList.add("zoomable");
+    figure.tabIndex = 0;
+    figure.setAttribute("role", "button");
+    figure.title = lang() === "en" ? "Show at full size" : "查看原始大小";
+    const open = () => {
+      const large = Object.assign(document.createElement("img"), { src: figure.src, alt: figure.alt });
+      body.replaceChildren(large);
+      dialog.showModal();
+      close.focus();
+    };
+    figure.addEventListener("click", open);
+    figure.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        open();
+      }
+    });
+  }
 }
 
 /** Code blocks and tables that scroll can be scrolled from the keyboard too. */
