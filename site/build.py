@@ -185,12 +185,16 @@ def copy_compressed(source: Path, dest: Path, cache: Path) -> None:
         shutil.copy2(packed, dest.with_name(dest.name + ".gz"))
 
 
-def build_assets(out: Path) -> None:
-    """Bundle the page scripts with esbuild; copy the worker and the stylesheet."""
+def build_assets(out: Path, runtime_version: str) -> None:
+    """Bundle the page scripts with esbuild; copy the stylesheet and the worker, which names its cache of
+    the runtime files by ``runtime_version`` (a new runtime, a new cache: see worker.js)."""
     assets = out / "assets"
     run([str(WEB / "node_modules" / ".bin" / "esbuild"), "src/index.js", "src/local.js", "src/runner.js", "src/exercise.js", "--bundle",
          "--format=esm", "--minify", "--log-level=warning", f"--outdir={assets}"], WEB, "esbuild")
-    shutil.copy2(WEB / "src" / "worker.js", assets / "worker.js")
+    worker = (WEB / "src" / "worker.js").read_text(encoding="utf-8")
+    if worker.count("__RUNTIME_VERSION__") != 1:
+        raise BuildError("site/web/src/worker.js must name its cache with __RUNTIME_VERSION__ exactly once")
+    (assets / "worker.js").write_text(worker.replace("__RUNTIME_VERSION__", runtime_version), encoding="utf-8")
     shutil.copy2(WEB / "static" / "style.css", assets / "style.css")   # token colours for both schemes included
 
 
@@ -545,7 +549,7 @@ def build(out: Path, execute: bool = True, only_exercises: bool = False, reposit
     (out / BUILD_MARKER).write_text("made by site/build.py; the whole folder is replaced on each build\n")
     compiled = build_runtime(out, wheels)
     rewritten = build_rewritten_tests(out, compiled, exercises)
-    build_assets(out)
+    build_assets(out, compiled.name)
     chapters = [] if only_exercises else build_chapters(out, env, execute, exercises)
     build_exercises(out, env, exercises, chapters, rewritten)
     write(out / "index.html", env.get_template("index.html.j2").render(root="", chapters=chapters,
@@ -590,23 +594,42 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                       ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
 
     def send_head(self):
-        """The file, or its precompressed NAME.gz with Content-Encoding: gzip when the browser accepts it."""
+        """The file, or its precompressed NAME.gz with Content-Encoding: gzip when the browser accepts it;
+        either with Last-Modified, and 304 Not Modified when the browser's copy is as new (so that a
+        returning visit revalidates its cached copies instead of downloading them again)."""
         path = Path(self.translate_path(self.path))
         packed = path.with_name(path.name + ".gz")
         accepts = "gzip" in self.headers.get("Accept-Encoding", "")
         if not accepts or path.is_dir() or not packed.is_file() or not path.is_file():
-            return super().send_head()
+            return super().send_head()   # the standard handler: Last-Modified and If-Modified-Since included
         try:
             handle = open(packed, "rb")
         except OSError:
             return super().send_head()
+        modified = int(path.stat().st_mtime)
+        if self.unchanged_since(modified):
+            handle.close()
+            self.send_response(304)
+            self.end_headers()
+            return None
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(str(path)))
         self.send_header("Content-Encoding", "gzip")
         self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(packed.stat().st_size))
+        self.send_header("Last-Modified", self.date_time_string(modified))
         self.end_headers()
         return handle
+
+    def unchanged_since(self, modified: int) -> bool:
+        """Whether the request's If-Modified-Since is at or after ``modified`` (seconds since the epoch)."""
+        from email.utils import parsedate_to_datetime
+
+        try:
+            since = parsedate_to_datetime(self.headers.get("If-Modified-Since", ""))
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return False
+        return since is not None and since.timestamp() >= modified
 
     def end_headers(self) -> None:
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")

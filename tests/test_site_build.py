@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -211,6 +212,15 @@ def test_precompressed_files_are_served_to_browsers_that_accept_gzip(build, tmp_
             assert gzip.decompress(response.read()) == (tmp_path / "big.wasm").read_bytes()
         with urllib.request.urlopen(url) as response:   # no Accept-Encoding: the file as it is
             assert response.headers["Content-Encoding"] is None and response.read()[:4] == b"\0asm"
+        # A returning visit revalidates what it has: 304 for the compressed file and the plain one alike.
+        for encoding in ("gzip", "identity"):
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept-Encoding": encoding})) as response:
+                modified = response.headers["Last-Modified"]
+            assert modified, encoding
+            again = urllib.request.Request(url, headers={"Accept-Encoding": encoding, "If-Modified-Since": modified})
+            with pytest.raises(urllib.error.HTTPError) as answer:   # urllib reports a 304 as an error
+                urllib.request.urlopen(again)
+            assert answer.value.code == 304, encoding
     finally:
         server.shutdown()
         server.server_close()
@@ -250,7 +260,7 @@ def test_engine_page_has_a_row_per_exercise_with_engine_parts(build, tmp_path):
             "<code>mini_platform.<wbr>kv_cache.<wbr>find_cached_prefix</code>") in pure
     assert 'href="exercises/201.html"' in pure and "题201" in pure and "Ex 201" in pure
     assert 'data-owner-for="201"' in pure and "python practice/judge.py 201" not in pure   # owner from progress
-    assert 'data-owner-for' not in torch and "<code>python practice/judge.py 203</code>" in torch
+    assert 'data-owner-for' not in torch and '<code class="command-inline">python practice/judge.py 203</code>' in torch
     assert 'id="engine-command" data-testid="engine-command">python practice/judge.py engine<' in html
     assert "python practice/judge.py engine --parts 201,203" in html
 
@@ -386,3 +396,54 @@ def test_notebooks_execute_with_an_empty_workspace_of_their_own(build, cache, tm
     assert "no_file" in html and "lumen-npu False" in html   # as a new reader
     for leak in ("BUILDER-MARKER", "accepted", str(builder), "builders-workspace"):
         assert leak not in html, f"the built chapter shows {leak!r} from the builder's workspace:\n{html}"
+
+
+def local_exercise_page(build, **settings) -> str:
+    """The page of an exercise judged locally (it needs torch), rendered with the build's ``settings``."""
+    from practice.judging.exercises import discover
+
+    ex = next(e for e in discover() if not e.pure_python)
+    return build.templates(**settings).get_template("exercise.html.j2").render(
+        root="../", ex=ex, zh="", en="", shared="", data="{}", starter="", chapter=None, section="", tests="",
+        solution="", hints=[], prev=None, next=None)
+
+
+def test_torch_pages_say_how_to_get_the_course_from_the_builds_setting_or_an_archive(build):
+    def setup(html: str) -> str:
+        return re.search(r'<pre data-testid="setup"><code id="setup-command">(.*?)</code></pre>', html, re.DOTALL).group(1)
+
+    address = "https://github.com/example/mini-platform.git"
+    cloned = local_exercise_page(build, repository=address)
+    assert setup(cloned).splitlines() == [f"git clone {address} mini-platform", "cd mini-platform",
+                                          "pip install -r requirements.txt"]
+    archive = local_exercise_page(build)   # no setting: commands that work in an unpacked archive
+    assert setup(archive) == "pip install -r requirements.txt" and "git clone" not in archive
+    for html in (cloned, archive):   # said in both languages, no placeholder
+        assert re.search(r'<p class="zh" lang="zh-CN">[^<]*(克隆|压缩包)', html)
+        assert re.search(r'<p class="en" lang="en">[^<]*(Clone|archive)', html)
+        assert "&lt;" not in setup(html) and "<this" not in html
+    for bad in ("<this course's repository>", "github.com/x/y", "https://", "two words"):
+        with pytest.raises(build.BuildError, match="not an address git clone takes"):
+            build.templates(repository=bad)
+
+
+def test_every_chapter_has_an_english_summary_shown_at_its_top_in_english_mode(build, monkeypatch, tmp_path):
+    from markupsafe import escape
+
+    stems = [path.stem for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    english = build.english_summaries(stems)
+    for stem in stems:
+        assert english[stem]["title"].startswith(f"Chapter {int(stem[:2])}. ")
+        assert len(english[stem]["summary"].split()) >= 60, f"{stem}: a summary is a paragraph"
+    chapter = {"number": 1, "stem": stems[0], "title": "第 1 章", "href": "", "body": "<p>正文</p>",
+               "title_en": english[stems[0]]["title"], "summary_en": english[stems[0]]["summary"]}
+    html = build.templates().get_template("chapter.html.j2").render(root="../", chapter=chapter, prev=None, next=None,
+                                                                   exercises=[])
+    aside = re.search(r'<aside class="en chapter-summary" lang="en"[^>]*>(.*?)</aside>', html, re.DOTALL).group(1)
+    assert "written in Chinese" in aside and str(escape(english[stems[0]]["summary"])) in " ".join(aside.split())
+    assert html.index("chapter-summary") < html.index("<p>正文</p>")   # at the top
+    table = tmp_path / "chapters_en.toml"
+    table.write_text('["01_x"]\ntitle = "Chapter 1. X"\nsummary = "x"\n')
+    monkeypatch.setattr(build, "CHAPTERS_EN", table)
+    with pytest.raises(build.BuildError, match="no English title and summary for 02_y"):
+        build.english_summaries(["01_x", "02_y"])

@@ -5,19 +5,50 @@
 //                                        {type: "run", id, test, code}
 // Messages out: {type: "progress", loaded} (bytes of the runtime files read so far) | {type: "ready", phases}
 //               | {type: "failed", error} | {type: "result", id, verdict, view | error}
+// The runtime files (Pyodide's and runtime/) are kept in a Cache API cache named by the build's runtime
+// version (site/build.py writes it below). A returning visit reads them from there, and compiles the
+// WebAssembly by streaming from that cached response, which lets the browser take the machine code it
+// compiled on an earlier visit from its code cache instead of compiling it again.
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const pyodideURL = new URL("../pyodide/", import.meta.url).href;
 const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href;
 const PROGRESS_STEP = 1 << 20; // bytes between progress reports
+const CACHE_PREFIX = "mini-platform-runtime-";
+const CACHE_NAME = CACHE_PREFIX + "__RUNTIME_VERSION__"; // the version: replaced by site/build.py
 let py = null;
 let runner = null;
 let loaded = 0;
 let reported = 0;
 
+const quiet = (promise) => (promise.catch(() => {}), promise); // awaited later; not "unhandled" meanwhile
+const networkFetch = self.fetch.bind(self);
+// This build's cache, with the caches of other builds deleted; null without the Cache API (storage
+// disabled, or a browser that refuses it here): then every file comes from the network as before.
+const runtimeCache = (async () => {
+  try {
+    const cache = await caches.open(CACHE_NAME);
+    for (const name of await caches.keys()) if (name.startsWith(CACHE_PREFIX) && name !== CACHE_NAME) quiet(caches.delete(name));
+    return cache;
+  } catch {
+    return null;
+  }
+})();
+const isRuntime = (url) => url.startsWith(pyodideURL) || url.startsWith(runtimeURL(""));
+
+/** The response for ``url``, a runtime file: from this build's cache, or from the network and then kept. */
+async function cachedFetch(url) {
+  const cache = await runtimeCache;
+  const hit = cache && (await cache.match(url).catch(() => null));
+  if (hit) return hit;
+  const response = await networkFetch(url);
+  if (cache && response.ok) quiet(cache.put(url, response.clone()));
+  return response;
+}
+
 /** The body of ``url`` (a Uint8Array), its bytes counted into the progress reports. */
 async function download(url) {
-  const response = await fetch(url);
+  const response = await cachedFetch(url);
   if (!response.ok) throw new Error(`${response.url}: HTTP ${response.status}`);
   const reader = response.body.getReader();
   const chunks = [];
@@ -38,18 +69,24 @@ async function download(url) {
   return buffer;
 }
 
-const quiet = (promise) => (promise.catch(() => {}), promise); // awaited later; not "unhandled" meanwhile
 const sitePackages = quiet(download(runtimeURL("site-packages.zip")));
 const snapshot = quiet(download(runtimeURL("snapshot.bin")));
 // Pyodide compiles its .wasm only once the snapshot is here (it sizes the memory from it). Compile it now,
 // while the snapshot downloads; Pyodide (314) fetches the file with fetch() and instantiates it with
 // WebAssembly.instantiateStreaming: hand it this response and the module compiled from it. A failure
 // here (the file missing) also ends the start at once: loadPyodide itself would wait forever.
+const workerStarted = performance.now();
+let wasmReady = null; // ms after the worker started when the module was compiled (or taken from the code cache)
 const wasmURL = pyodideURL + "pyodide.asm.wasm";
-const wasmFile = fetch(wasmURL);
+const wasmFile = cachedFetch(wasmURL);
 const wasm = quiet(WebAssembly.compileStreaming(wasmFile));
-const fetchFile = self.fetch;
-self.fetch = (url, ...rest) => (String(url) === wasmURL ? wasmFile : fetchFile(url, ...rest));
+wasm.then(() => (wasmReady = Math.round(performance.now() - workerStarted)));
+// Pyodide's own requests (the standard library, its lock file) go through the cache too.
+self.fetch = (url, ...rest) => {
+  const address = String(url);
+  if (address === wasmURL) return wasmFile;
+  return isRuntime(address) ? cachedFetch(address) : networkFetch(url, ...rest);
+};
 WebAssembly.instantiateStreaming = async (_response, imports) => {
   const module = await wasm;
   return { module, instance: await WebAssembly.instantiate(module, imports) };
@@ -85,6 +122,7 @@ async function start() {
   if (fresh) runner.warm_up();
   mark("setup", t1);
   mark("total", t0);
+  phases.wasm = wasmReady;
   return phases;
 }
 
