@@ -191,6 +191,7 @@ def test_code_survives_reload_and_reset_can_be_undone(session, base_url):
     assert editor_text(page) == starter
     page.click("[data-testid=undo-reset]")
     assert editor_text(page) == mine
+    assert page.locator(".cm-content.cm-lineWrapping").count() == 1   # long lines wrap, never hide past the edge
     # The language switch shows the English statement and title, and is remembered.
     page.click("[data-testid=lang]")
     assert page.locator(".statement h1 .en").is_visible() and not page.locator(".statement h1 .zh").is_visible()
@@ -239,11 +240,53 @@ def test_chapter_one_shows_its_figure(session, base_url, site_dir):
     assert images, "chapter 1 has no figure"
     assert all(complete and width > 0 for complete, width in images), images
     assert page.locator(".notebook details").count() > 0   # the self-test answers stay collapsible
+    figure = page.locator(".notebook img").first   # a tap shows it at its own size; Escape closes it
+    figure.click()
+    zoomed = page.locator("dialog.figure-zoom[open] img")
+    assert zoomed.evaluate("img => img.src") == figure.evaluate("img => img.src")
+    page.keyboard.press("Escape")
+    assert page.locator("dialog.figure-zoom[open]").count() == 0
+    # English mode: the chapter says at its top that its prose is Chinese, and what it covers.
+    summary = page.locator("[data-testid=english-summary]")
+    assert not summary.is_visible()
+    page.click("[data-testid=lang]")
+    assert summary.is_visible() and "written in Chinese" in summary.inner_text()
+    assert summary.evaluate("s => s.getBoundingClientRect().top") < page.locator(".notebook").evaluate(
+        "n => n.getBoundingClientRect().top")
+    page.click("[data-testid=lang]")
     next_link = page.locator(".pager a[rel=next]").first
     if next_link.count():
         next_link.click()
         page.wait_for_load_state("load")
         assert "/chapters/" in page.url
+
+
+RUNTIME_CACHE = """async () => {
+    const name = (await caches.keys()).find((n) => n.startsWith("mini-platform-runtime-"));
+    if (!name) return {};
+    const cache = await caches.open(name);
+    const entries = {};
+    for (const request of await cache.keys()) entries[request.url.split("/").pop()] = (await cache.match(request)).headers.get("content-type");
+    return entries;
+}"""
+
+
+def test_a_returning_visit_takes_the_runtime_from_the_browsers_cache(session, base_url):
+    """The worker keeps Pyodide and the runtime files in the Cache API (the .wasm with its application/wasm
+    type, which streaming compilation requires); a later visit fetches none of them again."""
+    page, recorder = session
+    exercise = RUNNABLE[0]
+    page.goto(f"{base_url}exercises/{exercise.id}.html")
+    type_code(page, exercise.file("solution.py").read_text(encoding="utf-8"))
+    assert run_and_wait(page, exercise.timeout)["status"] == "accepted"
+    runtime = ("pyodide.asm.wasm", "snapshot.bin", "stdlib.zip", "site-packages.zip")
+    page.wait_for_function(f"({RUNTIME_CACHE})().then(e => {list(runtime)}.every(n => n in e))", timeout=30000)
+    assert page.evaluate(RUNTIME_CACHE)["pyodide.asm.wasm"] == "application/wasm"
+    before = len(recorder.requests)
+    page.reload()
+    assert run_and_wait(page, exercise.timeout)["status"] == "accepted"
+    again = [u for u in recorder.requests[before:] if u.endswith(runtime)]
+    assert not again, f"fetched again on a returning visit: {again}"
 
 
 def test_without_the_snapshot_the_runner_starts_from_scratch(browser, base_url):
@@ -432,6 +475,13 @@ def test_every_page_kind_passes_axe_and_fits_a_phone(browser, base_url, site_dir
             page.click("[data-testid=lang]")   # back to Chinese for the next page
             wide = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert wide <= 0, f"{kind} scrolls sideways at 390 px by {wide} px"
+            # The tables read as cards on a phone: a difficulty on one line, an engine part as wide as its card.
+            broken = page.evaluate("""() => [
+                ...[...document.querySelectorAll('table.exercises td.difficulty')].filter(
+                    td => td.getBoundingClientRect().height > 1.8 * parseFloat(getComputedStyle(td).lineHeight)),
+                ...[...document.querySelectorAll('table.engine-parts td.part')].filter(td => td.getBoundingClientRect().width < 300),
+            ].map(td => td.closest('tr').textContent.trim().slice(0, 60))""")
+            assert not broken, f"{kind} at 390 px: cells squeezed into a narrow column: {broken[:3]}"
     finally:
         context.close()
     assert not found, found
