@@ -49,7 +49,7 @@ class Runner {
           settled = true;
           clearTimeout(timer);
           timings.ready.push(performance.now());
-          timings.phases = data.phases;
+          timings.phases = { ...data.phases, started: Math.round(data.phases.started - performance.timeOrigin) };
           resolve(data.phases);
         } else if (data.type === "progress") {
           if (!settled && RUNTIME_TOTAL) this.onState("loading", { loaded: data.loaded, total: RUNTIME_TOTAL });
