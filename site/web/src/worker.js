@@ -36,6 +36,10 @@ const runtimeCache = (async () => {
   }
 })();
 const isRuntime = (url) => url.startsWith(pyodideURL) || url.startsWith(runtimeURL(""));
+// Files fetched from the network are written to the cache once Python is ready (or failed to start):
+// the writes stay out of the way of the first start.
+let startSettled;
+const startDone = new Promise((resolve) => (startSettled = resolve));
 
 /** The response for ``url``, a runtime file: from this build's cache, or from the network and then kept. */
 async function cachedFetch(url) {
@@ -43,7 +47,10 @@ async function cachedFetch(url) {
   const hit = cache && (await cache.match(url).catch(() => null));
   if (hit) return hit;
   const response = await networkFetch(url);
-  if (cache && response.ok) quiet(cache.put(url, response.clone()));
+  if (cache && response.ok) {
+    const copy = response.clone();
+    quiet(startDone.then(() => cache.put(url, copy)));
+  }
   return response;
 }
 
@@ -132,6 +139,7 @@ async function start() {
 
 // Started at once, not when the page's script says so: the page's main thread may be busy for a while.
 const started = quiet(start());
+quiet(started.finally(startSettled));
 
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
