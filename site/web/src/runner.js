@@ -64,7 +64,7 @@ class Runner {
       () => this.onState("ready"),
       (err) => this.onState("failed", { error: err.message }),
     );
-    this.worker.postMessage({ type: "init", interrupt: this.interrupt, test: data.test, rewritten: data.rewritten });
+    this.worker.postMessage({ type: "init", interrupt: this.interrupt, test: data.test, rewritten: data.rewritten, starter: data.starter });
   }
 
   restart() {

@@ -1,7 +1,7 @@
 // The exercise runner: a module Web Worker holding one Pyodide interpreter with pytest, the judge's
 // core and its renderer. The page's first script starts it (exercise.html.j2), and it fetches its runtime
 // files as soon as it starts, on its own thread: the page's main thread, busy with the editor, takes
-// no part in the download. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test, rewritten}
+// no part in the download. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test, rewritten, starter}
 //                                        {type: "run", id, test, code}
 // Messages out: {type: "progress", loaded} (bytes of the runtime files read so far) | {type: "ready", phases}
 //               | {type: "failed", error} | {type: "result", id, verdict, view | error}
@@ -16,14 +16,23 @@ const runtimeURL = (name) => new URL(`../runtime/${name}`, import.meta.url).href
 const PROGRESS_STEP = 1 << 20; // bytes between progress reports
 const CACHE_PREFIX = "mini-platform-runtime-";
 const CACHE_NAME = CACHE_PREFIX + "__RUNTIME_VERSION__"; // the version: replaced by site/build.py
+const WARM_UP_AFTER_MS = 100; // a Run the page sends on "ready" arrives well within this
 let py = null;
 let runner = null;
+let runs = 0; // Run messages received
 let loaded = 0;
 let reported = 0;
 
 const workerStarted = performance.now();
 const quiet = (promise) => (promise.catch(() => {}), promise); // awaited later; not "unhandled" meanwhile
 const networkFetch = self.fetch.bind(self);
+const quietly = (work) => {
+  try {
+    work();
+  } catch (err) {
+    console.warn(`warming up: ${err}`); // only a head start
+  }
+};
 // This build's cache, with the caches of other builds deleted; null without the Cache API (storage
 // disabled, or a browser that refuses it here): then every file comes from the network as before.
 const runtimeCache = (async () => {
@@ -164,7 +173,14 @@ self.onmessage = async ({ data }) => {
     } catch (err) {
       console.warn(`preparing the tests: ${err}`); // only a head start: the first Run does it again
     }
+    // The first judgement after a restore is several times slower than the next ones (the browser compiles
+    // the interpreter's code as it is first used). While nobody has asked for a Run, make that one now:
+    // this page's tests on its starter code, its verdict thrown away. A Run sent meanwhile waits for the
+    // rest of it, about what it saves that Run.
+    const warmUp = () => (data.test && data.starter ? runner.run(data.test, data.starter) : runner.warm_up());
+    if (phases.restore !== undefined) setTimeout(() => runs || quietly(warmUp), WARM_UP_AFTER_MS);
   } else if (data.type === "run") {
+    runs += 1;
     try {
       self.postMessage({ type: "result", id: data.id, ...JSON.parse(runner.run(data.test, data.code)) });
     } catch (err) {
