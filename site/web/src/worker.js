@@ -8,7 +8,8 @@
 // The runtime files (Pyodide's and runtime/) are kept in a Cache API cache named by the build's runtime
 // version (site/build.py writes it below). A returning visit reads them from there, and compiles the
 // WebAssembly by streaming from that cached response, which lets the browser take the machine code it
-// compiled on an earlier visit from its code cache instead of compiling it again.
+// cached on an earlier visit from its code cache (Chromium keeps only the functions it had optimised, so
+// the others are still compiled as they are first called; see the warm-up below).
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const pyodideURL = new URL("../pyodide/", import.meta.url).href;
