@@ -36,7 +36,7 @@ from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
-from judging import engine_parts, exercises, render  # noqa: E402
+from judging import exercises, render  # noqa: E402
 from judging.exercises import Exercise, ExerciseError  # noqa: E402
 from judging.progress import Progress, file_digest, solved  # noqa: E402
 from judging.sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
@@ -337,6 +337,8 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_engine(args) -> int:
+    from judging import engine_cache, engine_parts   # imported here: judging one exercise does not need them
+
     every = engine_parts.engine_exercises(ROOT)
     if args.parts is not None and args.chapter is not None:
         raise UsageError("--parts 和 --chapter 只能用一个。", "give --parts or --chapter, not both.")
@@ -355,11 +357,14 @@ def cmd_engine(args) -> int:
 
     def progress(line: str) -> None:   # one line per engine run, on stderr (stdout stays the result)
         stage, _, name = line.partition(" ")
+        if name.endswith(" (cached)"):
+            name = name[:-len(" (cached)")] + tr("（来自缓存）", " (from the cache)")
         label = engine_parts.STAGES.get(stage, (stage, stage))[1 if LANG == "en" else 0]
         print(f"  [{time.monotonic() - started:5.1f} s] {label}: {name}", file=sys.stderr, flush=True)
 
     chapters = engine_parts.chapters_of(selected, args.chapter, every)
-    report = engine_parts.run(choices, every, timeout, memory, chapters, progress)
+    cache = None if args.no_cache else engine_cache.folder()
+    report = engine_parts.run(choices, every, timeout, memory, chapters, progress, cache)
     summary = engine_parts.summarize(choices, report, LANG, timeout, memory)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
@@ -367,6 +372,11 @@ def cmd_engine(args) -> int:
         print(engine_parts.text(summary, LANG, Style(sys.stdout)))
         print(tr(f"用时 {summary['wall_time']:.1f} 秒，引擎运行了 {summary['runs']} 遍。",
                  f"{summary['wall_time']:.1f} s, {summary['runs']} engine runs."))
+        if summary["cached_runs"]:
+            print(tr(f"其中 {summary['cached_runs']} 个引擎的结果来自缓存（输入没有变：同样的 mini_platform 源码、同样的部件文件；"
+                     f"{_display(cache)}，--no-cache 全部重跑）。",
+                     f"{summary['cached_runs']} engine results came from the cache (their inputs are unchanged: the same "
+                     f"mini_platform source, the same part files; {_display(cache)}, --no-cache runs everything)."))
     return 0 if summary["equal"] else 1
 
 
@@ -487,6 +497,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--chapter", type=_positive(int),
                             help="only this chapter's parts and the runs that call them / 只跑这一章的部件")
         parser.add_argument("--timeout", type=_positive(float), help="seconds for the whole run / 整个运行的时间限制（秒）")
+        parser.add_argument("--no-cache", action="store_true",
+                            help="run every engine, read and store nothing (judging/engine_cache.py) / 不用缓存")
         parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
     elif command == "check":
         parser.add_argument("ids", nargs="*")

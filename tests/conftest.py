@@ -47,3 +47,17 @@ def emulated_npu():
 
     with emulated_torch_npu() as module:
         yield module
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_judge_cache(tmp_path_factory):
+    """``judge.py engine`` caches checkpoints and engine runs by content (practice/judging/engine_cache.py):
+    the suite's own cache, shared by its tests, never the user's ``~/.cache``."""
+    folder = tmp_path_factory.mktemp("engine-judge-cache")
+    saved = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
+    os.environ["MINI_PLATFORM_JUDGE_CACHE"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("MINI_PLATFORM_JUDGE_CACHE", None)
+    else:
+        os.environ["MINI_PLATFORM_JUDGE_CACHE"] = saved
