@@ -61,3 +61,18 @@ def engine_judge_cache(tmp_path_factory):
         os.environ.pop("MINI_PLATFORM_JUDGE_CACHE", None)
     else:
         os.environ["MINI_PLATFORM_JUDGE_CACHE"] = saved
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each executed notebook's time against its goal (tests/test_notebooks.py records them)."""
+    rows = []
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        props = dict(getattr(report, "user_properties", ()))
+        if "execution_seconds" in props and report.when == "call":
+            name = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+            rows.append((name, props["execution_seconds"], props.get("goal_seconds", 60)))
+    if rows:
+        terminalreporter.section("notebook execution times")
+        for name, seconds, goal in sorted(rows):
+            mark = "ok" if seconds < goal else "OVER"
+            terminalreporter.write_line(f"{name:<32} {seconds:6.1f} s   goal < {goal} s   {mark}")
