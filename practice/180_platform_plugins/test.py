@@ -343,10 +343,10 @@ def build(kind, specs, rng):
     return detectors
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_randomized_resolution_against_oracle(seed):
     rng = random.Random(180_000 + seed)
-    for case in range(150):
+    for case in range(60):
         builtin_spec, oot_spec, env = random_case(rng)
         (kind, value), bounds = expected_resolution(builtin_spec, oot_spec, env)
         builtin, oot = build("b", builtin_spec, rng), build("o", oot_spec, rng)
