@@ -39,6 +39,7 @@ sys.path.insert(0, str(PRACTICE_DIR))
 from judging import exercises, render  # noqa: E402
 from judging.exercises import Exercise, ExerciseError  # noqa: E402
 from judging.progress import Progress, file_digest, solved  # noqa: E402
+from judging import sandbox  # noqa: E402
 from judging.sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
@@ -337,7 +338,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_engine(args) -> int:
-    from judging import engine_cache, engine_parts   # imported here: judging one exercise does not need them
+    from judging import engine_parts   # imported here: judging one exercise does not need it
 
     every = engine_parts.engine_exercises(ROOT)
     if args.parts is not None and args.chapter is not None:
@@ -363,7 +364,7 @@ def cmd_engine(args) -> int:
         print(f"  [{time.monotonic() - started:5.1f} s] {label}: {name}", file=sys.stderr, flush=True)
 
     chapters = engine_parts.chapters_of(selected, args.chapter, every)
-    cache = None if args.no_cache else engine_cache.folder()
+    cache = None if args.no_cache else sandbox.cache_folder("engine")
     report = engine_parts.run(choices, every, timeout, memory, chapters, progress, cache)
     summary = engine_parts.summarize(choices, report, LANG, timeout, memory)
     if args.json:

@@ -1,6 +1,6 @@
 """What ``judge.py engine`` computed before and need not compute again, stored by the content it came from.
 
-Two kinds of entry under the cache folder (:func:`folder`), each named by the sha256 of everything its
+Two kinds of entry under the cache folder (``sandbox.cache_folder("engine")``), each named by the sha256 of everything its
 result depends on, so that a change to any of it is a new name and nothing stale is ever read:
 
 - ``checkpoint/<key>/``: a tiny checkpoint and the greedy tokens transformers generated for the standard
@@ -30,15 +30,6 @@ from typing import Any, Iterable
 
 KEEP_RUNS = 400        # run entries kept (the oldest are removed beyond it)
 KEEP_CHECKPOINTS = 12  # checkpoint folders kept
-
-
-def folder() -> Path:
-    """``$MINI_PLATFORM_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/mini-platform/engine-judge`` (``~/.cache/...``)."""
-    chosen = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mini-platform" / "engine-judge"
 
 
 def digest(*parts: Any) -> str:

@@ -67,7 +67,10 @@ The CLI also checks that the verdict it reads is consistent with the test file (
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import io
+import marshal
 import os
 import pprint
 import shutil
@@ -75,6 +78,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from pathlib import Path
 
 import pytest
@@ -364,9 +368,55 @@ def _purge(run_dir: str) -> None:
         sys.path.remove(run_dir)
 
 
+# pytest rewrites the test file's assertions on every import, which for a long test file costs more than
+# running its tests; its own pyc cache cannot help, as every run has a fresh directory. So the rewritten code
+# is kept by the sha256 of the test file (in memory, and in ``rewrite_cache`` when given) and written where
+# pytest looks for its pyc, before the submission is imported (nothing the submission does can shape it).
+_REWRITTEN: dict[str, bytes] = {}
+
+
+def _place_rewritten_test(test_path: str, rewrite_cache: str | None) -> str | None:
+    """Write pytest's pyc of the rewritten ``test_path``; returns its path relative to the run directory, or
+    None when pytest's internals are not as expected (then pytest rewrites the file itself)."""
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, get_cache_dir, rewrite_asserts
+    except ImportError:
+        return None
+    source = Path(test_path).read_bytes()
+    key = hashlib.sha256(source + PYC_TAIL.encode() + importlib.util.MAGIC_NUMBER).hexdigest()
+    stored = Path(rewrite_cache, key + ".code") if rewrite_cache else None
+    data = _REWRITTEN.get(key)
+    if data is None and stored is not None and stored.is_file():
+        data = stored.read_bytes()
+    if data is None:
+        import ast
+
+        tree = ast.parse(source, filename=test_path)
+        rewrite_asserts(tree, source, test_path, None)
+        data = marshal.dumps(compile(tree, test_path, "exec", dont_inherit=True))
+        if stored is not None:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.with_suffix(f".{os.getpid()}").write_bytes(data)
+            os.replace(stored.with_suffix(f".{os.getpid()}"), stored)
+    _REWRITTEN[key] = data
+    code = _renamed(marshal.loads(data), test_path)   # tracebacks name this run's file
+    stat = os.stat(test_path)
+    pyc = get_cache_dir(Path(test_path)) / (Path(test_path).name[:-3] + PYC_TAIL)
+    pyc.parent.mkdir(parents=True, exist_ok=True)
+    pyc.write_bytes(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                    + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+    return str(pyc)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
-              workdir: str | os.PathLike) -> dict:
-    """Run ``test_file`` against ``submission_file`` in a fresh directory under ``workdir``.
+              workdir: str | os.PathLike, rewrite_cache: str | None = None) -> dict:
+    """Run ``test_file`` against ``submission_file`` in a fresh directory under ``workdir`` (the test file's
+    rewritten assertions kept in ``rewrite_cache``, a folder, across processes).
 
     Returns the verdict described at the top of this module. Never raises for anything the
     submission does (short of killing the interpreter); a missing input file raises FileNotFoundError.
@@ -380,7 +430,14 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     shutil.copyfile(test_file, os.path.join(run_dir, _TEST + ".py"))
     shutil.copyfile(submission_file, os.path.join(run_dir, _SUBMISSION + ".py"))
     Path(run_dir, "pytest.ini").write_text(_PYTEST_INI)
-    judge_files = {name: Path(run_dir, name).read_bytes() for name in (_TEST + ".py", "pytest.ini")}
+    judge_names = [_TEST + ".py", "pytest.ini"]
+    try:
+        pyc = _place_rewritten_test(os.path.join(run_dir, _TEST + ".py"), rewrite_cache)
+    except Exception:   # noqa: BLE001 - only a shortcut: pytest rewrites (and reports a syntax error) itself
+        pyc = None
+    if pyc is not None and pyc.startswith(run_dir + os.sep):
+        judge_names.append(os.path.relpath(pyc, run_dir))
+    judge_files = {name: Path(run_dir, name).read_bytes() for name in judge_names}
 
     sink = _CappedBytes(OUTPUT_LIMIT)
     stream = io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace", write_through=True)

@@ -95,9 +95,10 @@ def write_result(result_file: str, token: str, verdicts: list[dict]) -> None:
     os.replace(result_file + ".tmp", result_file)
 
 
-def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
+def child_main(result_file: str, memory_mb: str, jobs: str, rewrite_cache: str = "") -> None:
     """Runs in the isolated child: judge each ``[test_file, submission_file]`` pair of the JSON list
-    ``jobs`` in turn, writing the verdicts so far after each."""
+    ``jobs`` in turn, writing the verdicts so far after each (the test files' rewritten assertions kept in
+    the folder ``rewrite_cache``)."""
     token = child_prologue(int(memory_mb))
     sys.argv = ["submission.py"]
     from . import judge_core
@@ -106,7 +107,8 @@ def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
     for test_file, submission_file in json.loads(jobs):
         started = time.monotonic()
         try:
-            verdict = judge_core.run_tests(test_file, submission_file, os.path.join(os.getcwd(), "work"))
+            verdict = judge_core.run_tests(test_file, submission_file, os.path.join(os.getcwd(), "work"),
+                                           rewrite_cache or None)
         except BaseException as exc:  # noqa: BLE001 - report anything, never a pass
             verdict = bare_verdict("memory_limit" if isinstance(exc, MemoryError) else "error",
                                    f"judge_core failed: {type(exc).__name__}: {exc}")
@@ -131,6 +133,16 @@ def _set_limits(memory_mb: int) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # Running judgements
+
+
+def cache_folder(kind: str) -> Path:
+    """Where the judge keeps what it computed by content (kind: "tests", "engine"):
+    ``$MINI_PLATFORM_JUDGE_CACHE/kind``, else ``$XDG_CACHE_HOME/mini-platform/judge/kind`` (``~/.cache/...``)."""
+    chosen = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
+    if chosen:
+        return Path(chosen) / kind
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mini-platform" / "judge" / kind
 
 
 def memory_limit_mb(exercise: Exercise) -> int:
@@ -273,7 +285,8 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
 
 def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int) -> dict:
     pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
-    return run_child(__name__, [json.dumps(pairs)], child_env([e for e, _ in jobs]), timeout * len(jobs), memory_mb)
+    return run_child(__name__, [json.dumps(pairs), str(cache_folder("tests"))], child_env([e for e, _ in jobs]),
+                     timeout * len(jobs), memory_mb)
 
 
 def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int, lang: str = "zh") -> dict:
