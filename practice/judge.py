@@ -375,9 +375,9 @@ def cmd_engine(args) -> int:
                  f"{summary['wall_time']:.1f} s, {summary['runs']} engine runs."))
         if summary["cached_runs"]:
             print(tr(f"其中 {summary['cached_runs']} 个引擎的结果来自缓存（输入没有变：同样的 mini_platform 源码、同样的部件文件；"
-                     f"{_display(cache)}，--no-cache 全部重跑）。",
+                     "--no-cache 全部重跑）。",
                      f"{summary['cached_runs']} engine results came from the cache (their inputs are unchanged: the same "
-                     f"mini_platform source, the same part files; {_display(cache)}, --no-cache runs everything)."))
+                     "mini_platform source, the same part files; --no-cache runs everything)."))
     return 0 if summary["equal"] else 1
 
 
