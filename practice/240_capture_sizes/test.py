@@ -37,6 +37,8 @@ def test_sizes_stay_at_most_max_num_seqs():
 def test_default_respects_the_token_budget():
     assert decode_capture_sizes(256, 20) == [1, 2, 4, 8, 16]
     assert decode_capture_sizes(64, 4) == [1, 2, 4]
+    assert decode_capture_sizes(64, 3) == [1, 2]          # 1, 2 and 4 are filtered by the budget too
+    assert decode_capture_sizes(64, 1) == [1]
 
 
 def test_user_sizes_are_deduplicated_sorted_and_left_alone():
@@ -45,7 +47,7 @@ def test_user_sizes_are_deduplicated_sorted_and_left_alone():
     assert user == [64, 8, 64, 2]
 
 
-@pytest.mark.parametrize("bad", [[], [4, 0], [2, -8], [2, True]])
+@pytest.mark.parametrize("bad", [[], [4, 0], [2, -8], [2, True], [4.0], [2, 2.5], ["8"]])
 def test_bad_user_sizes_raise(bad):
     with pytest.raises(ValueError):
         decode_capture_sizes(8, 100, user_sizes=bad)
@@ -54,6 +56,8 @@ def test_bad_user_sizes_raise(bad):
 def test_a_user_size_above_the_budget_is_an_error_not_dropped():
     with pytest.raises(ValueError, match="max_num_batched_tokens"):
         decode_capture_sizes(256, 100, user_sizes=[8, 101])
+    with pytest.raises(ValueError, match="max_num_batched_tokens"):
+        decode_capture_sizes(256, 100, user_sizes=[101, 8])     # the caller's list need not be ascending
     assert decode_capture_sizes(256, 100, user_sizes=[8, 100]) == [8, 100]
 
 
