@@ -39,10 +39,13 @@ def test_no_graphs_means_eager():
     assert dispatch_graph([1], []) is None
 
 
-@pytest.mark.parametrize("bad", [[], [0], [1, 0, 1], [1, -2]])
-def test_bad_steps_raise(bad):
+@pytest.mark.parametrize("sizes", [SIZES, []], ids=["sizes=SIZES", "sizes=[]"])
+@pytest.mark.parametrize("bad", [[], [0], [1, 0, 1], [1, -2], [3, 0], [0, 5, 1], [1] * 20 + [0]],
+                         ids=["[]", "[0]", "[1,0,1]", "[1,-2]", "[3,0]", "[0,5,1]", "[1]*20+[0]"])
+def test_bad_steps_raise(bad, sizes):
+    # checked first: neither a prefill next to it, an empty size list nor a step larger than every graph skips it
     with pytest.raises(ValueError):
-        dispatch_graph(bad, SIZES)
+        dispatch_graph(bad, sizes)
 
 
 def test_inputs_are_not_modified():
