@@ -45,6 +45,9 @@ def test_too_many_layers_is_an_error():
         limit_capture_sizes([1, 2, 4], 2000)              # m = 0
     with pytest.raises(ValueError):
         limit_capture_sizes([8], 1800, tensor_parallel_size=2)   # m = floor(1760 / 1801 / 3) = 0
+    with pytest.raises(ValueError):
+        limit_capture_sizes([], 2000)                     # rule 1 comes first: even no sizes at all "fit" nothing
+    assert limit_capture_sizes([], 28) == []              # m = 62 >= 0: nothing to sample
 
 
 def test_one_graph_keeps_the_largest_size():
