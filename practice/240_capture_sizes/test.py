@@ -61,9 +61,12 @@ def test_a_user_size_above_the_budget_is_an_error_not_dropped():
     assert decode_capture_sizes(256, 100, user_sizes=[8, 100]) == [8, 100]
 
 
-def test_nothing_left_for_max_num_seqs_raises():
+@pytest.mark.parametrize("args", [(2, 2048, [4, 8]), (0, 2048, None), (-4, 2048, None), (0, 2048, [1])],
+                         ids=["user sizes above it", "default, 0", "default, negative", "user sizes, 0"])
+def test_nothing_left_for_max_num_seqs_raises(args):
+    max_num_seqs, budget, user = args
     with pytest.raises(ValueError, match="max_num_seqs"):
-        decode_capture_sizes(2, 2048, user_sizes=[4, 8])
+        decode_capture_sizes(max_num_seqs, budget, user_sizes=user)
 
 
 @pytest.mark.parametrize("seed", range(6))
