@@ -76,8 +76,9 @@ def test_random_schedules(seed):
         seqs, budget = rng.randint(1, 700), rng.randint(1, 1200)
         n = min(2 * seqs, 512)
         want = [s for s in [1, 2, 4] + [8 * i for i in range(1, n // 8 + 1)] if s <= budget and s <= seqs]
-        assert decode_capture_sizes(seqs, budget) == want, (seqs, budget)
+        assert decode_capture_sizes(seqs, budget) == want, f"seed={seed}: decode_capture_sizes({seqs}, {budget})"
         user = [rng.randint(1, 300) for _ in range(rng.randint(1, 12))]
         kept = sorted({s for s in user if s <= seqs})
         if max(user) <= budget and kept:
-            assert decode_capture_sizes(seqs, budget, user_sizes=list(user)) == kept, (seqs, budget, user)
+            assert decode_capture_sizes(seqs, budget, user_sizes=list(user)) == kept, \
+                f"seed={seed}: decode_capture_sizes({seqs}, {budget}, user_sizes={user})"

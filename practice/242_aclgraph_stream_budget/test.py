@@ -83,13 +83,14 @@ def test_random_models(seed):
         sizes = sorted(rng.sample(range(1, 1025), rng.randint(1, 90)))
         g = (tp > 1) + (dp > 1)
         m = math.floor((1800 - 40 * g) / (layers + 1) / (1 + 2 * g))
-        assert max_graph_sizes(layers, tp, dp) == m
+        case = f"seed={seed}: layers={layers}, tensor_parallel_size={tp}, data_parallel_size={dp}"
+        assert max_graph_sizes(layers, tp, dp) == m, case
         if m < 1:
-            with pytest.raises(ValueError):
+            with pytest.raises(ValueError):   # m < 1
                 limit_capture_sizes(sizes, layers, tp, dp)
         else:
             assert limit_capture_sizes(list(sizes), layers, tp, dp) == reference(sizes, layers, tp, dp), \
-                (sizes, layers, tp, dp)
+                f"{case}, sizes={sizes}"
 
 
 def test_one_size_fits_a_budget_of_one():

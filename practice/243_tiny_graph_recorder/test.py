@@ -230,10 +230,11 @@ def test_random_programs_replay_like_eager_with_frozen_scalars(seed):
     with graph.capture(stream):
         for kernel, o, a, c in program:
             stream.launch(kernel, bufs[o], bufs[a], c if kernel is scale else bufs[c])
-    for _ in range(2):
+    for replay in range(2):
         start = [list(b.data) for b in bufs]
         mirror = [Buffer(list(v)) for v in start]
         for kernel, o, a, c in program:
             kernel(mirror[o], mirror[a], c if kernel is scale else mirror[c])
         graph.replay()
-        assert [b.data for b in bufs] == [m.data for m in mirror]
+        assert [b.data for b in bufs] == [m.data for m in mirror], \
+            f"seed={seed}, replay {replay + 1}, program (kernel, out, a, b or k)={[(k.__name__, o, a, c) for k, o, a, c in program]}"

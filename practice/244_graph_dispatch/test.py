@@ -62,7 +62,7 @@ def test_random_steps(seed):
         batch = rng.randint(1, 220)
         decode = [1] * batch
         i = bisect.bisect_left(sizes, batch)
-        assert dispatch_graph(decode, sizes) == (sizes[i] if i < len(sizes) else None), (batch, sizes)
+        assert dispatch_graph(decode, sizes) == (sizes[i] if i < len(sizes) else None), f"seed={seed}: dispatch_graph([1] * {batch}, {sizes})"
         mixed = list(decode)
         mixed[rng.randrange(batch)] = rng.randint(2, 9)
-        assert dispatch_graph(mixed, sizes) is None, (mixed, sizes)
+        assert dispatch_graph(mixed, sizes) is None, f"seed={seed}: dispatch_graph({mixed}, {sizes})"

@@ -136,8 +136,9 @@ def test_random_steps(seed):
         tables = [[rng.randrange(0, 50) for _ in range(rng.randint(0, 5))] for _ in range(b)]
         lens = [rng.randint(q, 80) for q in query]
         bufs.fill(ids, pos, slots, tables, lens, query)
+        case = f"seed={seed}: fill({ids}, {pos}, {slots}, {tables}, {lens}, {query})"
         width = max(len(r) for r in tables)
-        assert bufs.input_ids[:t].tolist() == ids and bufs.positions[:t].tolist() == pos
-        assert bufs.slot_mapping[:t].tolist() == slots and bufs.seq_lens[:b].tolist() == lens
-        assert bufs.query_start_loc[:b + 1].tolist() == [sum(query[:i]) for i in range(b + 1)]
-        assert bufs.block_tables[:b, :width].tolist() == [r + [0] * (width - len(r)) for r in tables]
+        assert bufs.input_ids[:t].tolist() == ids and bufs.positions[:t].tolist() == pos, case
+        assert bufs.slot_mapping[:t].tolist() == slots and bufs.seq_lens[:b].tolist() == lens, case
+        assert bufs.query_start_loc[:b + 1].tolist() == [sum(query[:i]) for i in range(b + 1)], case
+        assert bufs.block_tables[:b, :width].tolist() == [r + [0] * (width - len(r)) for r in tables], case
