@@ -54,11 +54,12 @@ def test_bias_added_once():
 def test_bf16_inputs_are_computed_in_fp32():
     torch.manual_seed(4)
     x, gate, up, down = (torch.randn(*s).bfloat16() for s in ((5, 16), (32, 16), (32, 16), (16, 32)))
+    bias = torch.randn(16)                                 # fp32: added as it is
     part = sub.rank_partial(x, *sub.shard_gated_mlp(gate, up, down, 2, 1))
     assert part.dtype == torch.float32, f"rank_partial on bf16 inputs returned {part.dtype}, expected torch.float32"
-    got = sub.tensor_parallel_mlp(x, gate, up, down, 2)
+    got = sub.tensor_parallel_mlp(x, gate, up, down, 2, down_bias=bias)
     assert got.dtype == torch.float32, f"tensor_parallel_mlp on bf16 inputs returned {got.dtype}"
-    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down, bias), atol=1e-4, rtol=1e-4)
 
 
 def test_fp64_inputs_still_give_fp32():
