@@ -32,7 +32,7 @@ def test_schema_and_accepted(run):
     assert verdict["status"] == "accepted" and verdict["schema"] == judge_core.SCHEMA_VERSION
     assert verdict["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0, "total": 2}
     assert [set(t) for t in verdict["tests"]] == [{"name", "outcome", "message", "details", "stdout", "duration",
-                                                   "compare"}] * 2
+                                                   "compare", "case", "raised_in"}] * 2
     assert verdict["status"] in judge_core.STATUSES
 
 
