@@ -35,7 +35,7 @@ def detect(site, *nodes, when="early", root=None):
     env["PYTHONPATH"] = os.pathsep.join([str(site), *sys.path])
     done = subprocess.run([sys.executable, "-c", PROBE, str(root), when], env=env, capture_output=True,
                           text=True, timeout=60)
-    assert done.returncode == 0, f"the detector raised:\n{done.stderr[-1500:]}"
+    assert done.returncode == 0, f"the detector raised:\n{harness.source_paths(done.stderr[-1500:])}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -167,9 +167,12 @@ class _CappedBytes(io.RawIOBase):
 
 def _owner(filename: str, run_dir: str, learner_dir: str) -> str:
     """Whose file a frame is in: "test", "submission", "learner" (beside the submitted file) or "library"."""
+    if filename.startswith("<"):   # <frozen importlib._bootstrap>, <string>: never the learner's
+        return "library"
     path = os.path.abspath(filename)
-    if os.path.dirname(path) == run_dir:
-        return "test" if os.path.basename(path) == _TEST + ".py" else "submission"
+    for owner in (_TEST, _SUBMISSION):
+        if path == os.path.join(run_dir, owner + ".py"):
+            return owner
     real = os.path.realpath(path)
     parts = real.split(os.sep)
     if learner_dir and real.startswith(learner_dir + os.sep) and "site-packages" not in parts \
@@ -192,7 +195,7 @@ def _frames(excinfo_tb, run_dir: str, learner_dir: str = "", library: bool = Fal
     frames = traceback.extract_tb(excinfo_tb)
     for frame in frames:
         owner = _owner(frame.filename, run_dir, learner_dir)
-        if owner == "library" and not (library and frame is frames[-1]):
+        if owner == "library" and not (library and frame is frames[-1] and os.path.isfile(frame.filename)):
             continue
         name = os.path.basename(frame.filename) if owner in ("test", "submission") else \
             os.path.realpath(frame.filename) if owner == "learner" else _library_path(frame.filename)

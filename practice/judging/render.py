@@ -82,6 +82,7 @@ ADVICE = {
 }
 SUMMARIES = {   # one line over a failed comparison, by what it checks
     "length": ("实际有 {a} 个元素，期望 {e} 个；前 {n} 个相同", "actual has {a} items, expected {e}; the first {n} are equal"),
+    "sizes": ("实际有 {a} 个元素，期望 {e} 个", "actual has {a} items, expected {e}"),
     "keys": ("{path} 处的键不同", "the keys differ at {path}"),
     "first": ("第一个不同之处在 {path}：实际 {a}，期望 {e}", "the first difference is at {path}: actual {a}, expected {e}"),
     "item": ("第一个不同的元素是 {path}（共 {n} 个元素）", "the first element that differs is {path} (of {n})"),
@@ -208,7 +209,7 @@ def compare_view(compare: dict | None) -> dict | None:
         if first.get("keys"):
             summary = pair(SUMMARIES["keys"], path=first["path"] or "[]")
         elif lengths:
-            summary = pair(SUMMARIES["length"], a=lengths[0], e=lengths[1], n=min(lengths))
+            summary = pair(SUMMARIES["length" if min(lengths) else "sizes"], a=lengths[0], e=lengths[1], n=min(lengths))
             if first["path"]:
                 summary = {k: f"{first['path']}: {v}" for k, v in summary.items()}
         else:
