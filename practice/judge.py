@@ -15,10 +15,13 @@ Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing f
 for ``engine``: 0 when the assembled engine equals transformers, 1 when not, 2 on bad input.
 
 ``--json`` prints judge_core's verdict schema plus: exercise (id), file, exit_code (the child's),
-wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py); ``engine --json``
+wall_time, timeout, memory_limit_mb, process_output / process_stderr, and for a run that did not report
+running / triton_interpreter (see sandbox.py); ``engine --json``
 prints engine_parts.summarize's result (status, equal, one row per part, difference, culprit).
 The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
 (git-ignored); judging another file records nothing.
+A project exercise (the capstone: its files name a folder, PROJECT, see judging/exercises.py) is
+reported as that folder: the header, the "edit" line and ``solution`` (the reference project's files).
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
 folder of exercises, with its own workspace and state; used by the tests).
 """
@@ -140,7 +143,12 @@ def cmd_judge(args) -> int:
     project = _project(file)
     judged = f"{_display(project)}/, " + tr(f"由 {_display(file)} 指定", f"named by {_display(file)}") if project else _display(file)
     print(style(f"[{exercise.id}] {tr(exercise.title, exercise.title_en)}", "1") + f"  ({judged})")
-    print(render.text(render.view(_relative_paths(verdict)), LANG, style, verdict.get("wall_time", 0)))
+    model = render.view(_relative_paths(verdict))
+    print(render.text(model, LANG, style, verdict.get("wall_time", 0)))
+    if project is None and any(group.get("case") for group in model["groups"]):
+        load = f"exec(open({_display(file)!r}).read())"
+        print(tr(f"重现失败的用例：在 Python 里先载入你的文件 {load}，再粘贴上面的用例。",
+                 f"To rerun a failing case: in Python, load your file with {load}, then paste the case above."))
     if verdict["status"] == "accepted":
         following = _next_exercise(exercise)
         print(tr(f"参考答案（可以对照）：python practice/judge.py solution {exercise.id}",

@@ -47,8 +47,9 @@ the verdict shows. The convention for test.py:
   a dict of name -> value (``repro = {"tree": tree}``; shown as ``tree = {...}`` lines that paste into
   Python; tensors of up to 256 elements as ``torch.tensor([...], dtype=...)``), or, for inputs too big
   to print, a one-line recipe string built from the same numbers the test used
-  (``repro = f"g = torch.Generator().manual_seed({seed}); x = torch.randn({n}, {d}, generator=g)"``).
-  A loop over cases updates it before each case. Name it ``repro`` and nothing else by that name;
+  (``repro = f"g = torch.Generator().manual_seed({seed}); x = torch.randn({n}, {d}, generator=g)"``),
+  or a list of lines for a stateful test, the calls made so far (``repro = [f"pool = BlockPool({n})"]``,
+  then ``repro.append(f"pool.allocate({k})")`` before each call). A loop over cases updates it before each case. Name it ``repro`` and nothing else by that name;
   ``# noqa: F841`` keeps linters quiet about the unused local;
 - where a test checks a sequence of steps, compare the whole history with ``==`` (the verdict then
   names the first step that differs) or assert step by step with the step in the message.

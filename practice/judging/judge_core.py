@@ -66,8 +66,9 @@ The failing case (``case``): how to rebuild the inputs of a failed test, so that
 their function on them. It lists a parametrized test's parameters (``seed = 3``) and then, by
 convention, the test's ``repro`` local (the innermost test.py frame that has one, read after the
 failure): a dict of name -> value, shown as ``name = value`` lines that paste into Python (a small
-tensor as ``torch.tensor([...], dtype=...)``), or a string shown as it is (a one-line recipe for
-inputs too large to print, e.g. ``g = torch.Generator().manual_seed(3); x = torch.randn(4, 8, generator=g)``).
+tensor as ``torch.tensor([...], dtype=...)``), a string shown as it is (a one-line recipe for
+inputs too large to print, e.g. ``g = torch.Generator().manual_seed(3); x = torch.randn(4, 8, generator=g)``),
+or a list of such lines (the calls a stateful test has made so far, appended as it makes them).
 See practice/judging/exercises.py for the convention exercise tests follow.
 
 Frames: the details list the frames in test.py and submission.py and in the learner's other files
@@ -250,6 +251,8 @@ def _case(item, excinfo_tb, run_dir: str) -> str:
             line = f"{name} = {_literal(value)}"
             if line not in lines:
                 lines.append(line.replace("\n", "\n" + " " * (len(str(name)) + 3)))
+    elif isinstance(repro, (list, tuple)) and all(isinstance(line, str) for line in repro):
+        lines.extend(repro)   # lines of code, e.g. the calls a stateful test made so far
     elif repro is not None:
         lines.append(str(repro))
     return _clip("\n".join(lines), COMPARE_LIMIT)

@@ -81,7 +81,7 @@ ADVICE = {
                      "change from run to run."),
 }
 SUMMARIES = {   # one line over a failed comparison, by what it checks
-    "length": ("实际有 {a} 个元素，期望 {e} 个；前 {n} 个相同", "actual has {a} items, expected {e}; the first {n} are equal"),
+    "length": ("实际有 {a} 个元素，期望 {e} 个；前 {n} 个相同", "actual has {a} items, expected {e}; they agree on the first {n}"),
     "sizes": ("实际有 {a} 个元素，期望 {e} 个", "actual has {a} items, expected {e}"),
     "keys": ("{path} 处的键不同", "the keys differ at {path}"),
     "first": ("第一个不同之处在 {path}：实际 {a}，期望 {e}", "the first difference is at {path}: actual {a}, expected {e}"),
@@ -94,6 +94,7 @@ SUMMARIES = {   # one line over a failed comparison, by what it checks
     "in": ("左边不在右边里", "the left is not in the right"),
     "not in": ("左边在右边里，但要求不在", "the left is in the right; it must not be"),
     "is": ("不是同一个对象（is 比较的是对象本身，不是值）", "not the same object (is compares identity, not value)"),
+    "is_constant": ("左边必须就是 {right}", "the left must be {right} itself"),
     "is not": ("是同一个对象，但要求不是", "the same object; it must not be"),
 }
 MESSAGES = {   # outcomes decided outside Python's test run: by the CLI's sandbox or the browser page
@@ -225,6 +226,8 @@ def compare_view(compare: dict | None) -> dict | None:
             pair(SUMMARIES["subset" if op in ("<=", "<") else "superset"], extra=_short(extra, 200))
     elif op in ("<", "<=", ">", ">="):
         summary = pair(SUMMARIES["order"], op=op)
+    elif op == "is" and right in ("None", "True", "False"):
+        summary = pair(SUMMARIES["is_constant"], right=right)
     elif op in SUMMARIES:
         summary = pair(SUMMARIES[op])
     if op in ("==", "close") and not item:
