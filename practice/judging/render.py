@@ -216,8 +216,8 @@ def compare_view(compare: dict | None) -> dict | None:
         else:
             summary = pair(SUMMARIES["first"], path=first["path"], a=_short(first["actual"]), e=_short(first["expected"]))
     if item:   # long values: the element that differs, instead of the whole values and their diff
-        summary = {k: pair(SUMMARIES["item"], path=item["path"], n=item["count"][1])[k] + "; " + v
-                   for k, v in (summary or {"zh": "", "en": ""}).items()}
+        which = pair(SUMMARIES["item"], path=item["path"], n=item["count"][1])
+        summary = {k: "; ".join(filter(None, (which[k], (summary or {}).get(k)))) for k in which}
         blocks = [{"label": pair(LABELS["actual_item"], path=item["path"]), "text": item["actual"]},
                   {"label": pair(LABELS["expected_item"], path=item["path"]), "text": item["expected"]}]
     elif "breaking" in compare:
