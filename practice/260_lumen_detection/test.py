@@ -45,7 +45,7 @@ def probe(site, roots, *, when="early", env=None, cwd=None):
     spec = {"roots": [None if r is None else str(r) for r in roots], "late": when == "late", "env": env or {}}
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(spec)], env=clean, cwd=cwd,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"the detector raised:\n{done.stderr[-1500:]}"
+    assert done.returncode == 0, f"the detector raised:\n{harness.source_paths(done.stderr[-1500:])}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
