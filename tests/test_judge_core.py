@@ -184,7 +184,8 @@ def test_core_imports_only_the_standard_library_and_pytest():
     tree = ast.parse((PRACTICE / "judging" / "judge_core.py").read_text(encoding="utf-8"))
     names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    assert names - set(sys.stdlib_module_names) == {"pytest"}
+    assert names - set(sys.stdlib_module_names) <= {"pytest", "_pytest"}   # _pytest: pytest's own package (its rewriter)
+    assert "pytest" in names
     assert not names & {"subprocess", "signal", "threading", "resource", "multiprocessing"}   # Pyodide has none
 
 
