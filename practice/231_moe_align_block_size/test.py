@@ -37,6 +37,13 @@ def test_int64_ids():
     assert align(DOC, 4, 5, dtype=torch.int64)[1] == [1, 2, 3, 4, 0, 0, 0]
 
 
+def test_int64_expert_map_still_gives_int32():
+    emap = torch.tensor([-1, -1, -1, 0, 1])
+    _, expert_ids, _ = sub.moe_align_block_size(torch.tensor(DOC, dtype=torch.int32), 4, 5, emap)
+    assert expert_ids.dtype == torch.int32, f"all three results are int32, got expert_ids {expert_ids.dtype}"
+    assert expert_ids.tolist() == [-1, -1, 0, 1, -1, -1, -1]
+
+
 def test_full_run_needs_no_padding_block():
     # expert 0 gets exactly 4 entries: one block, no sentinel inside its run
     sorted_ids, expert_ids, post = align([[0, 1], [0, 1], [0, 2], [0, 1]], 4, 3)

@@ -102,6 +102,8 @@ def test_v2_cumsum_counts_flag_and_idle_experts():
     assert v2([[3, 0], [3, 0]], 6)[2].tolist() == [2, 0, 0, 2, 0, 0]
     assert v2([[3, 0], [3, 0]], 6, active_expert_range=[2, 5])[2].tolist() == [0, 2, 0]
     assert v2([[3, 0], [3, 0]], 6, expert_tokens_num_type=0)[2].tolist() == [2, 2, 2, 4, 4, 4]
+    # the cumsum of the range's own counts [0, 2, 0], not a cut of the cumsum over all experts
+    assert v2([[3, 0], [3, 0]], 6, expert_tokens_num_type=0, active_expert_range=[2, 5])[2].tolist() == [0, 2, 2]
     assert v2([[3, 0], [3, 0]], 6, expert_tokens_num_flag=False)[2].numel() == 0
 
 
