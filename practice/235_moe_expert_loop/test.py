@@ -138,6 +138,8 @@ def test_bad_input_raises():
         sub.fused_experts(x, w13[:, :15], w2, weights, ids)
     with pytest.raises(ValueError):
         sub.fused_experts(x, w13, w2[:, :, :4], weights, ids)
+    with pytest.raises(ValueError):   # hidden is 17 wide, the experts' H is 16
+        sub.fused_experts(torch.zeros(9, 17), w13, w2, weights, ids)
     with pytest.raises(ValueError):
         sub.fused_experts(x, w13[:2], w2[:2], weights, ids, torch.tensor([0, 1, -1], dtype=torch.int32))
     with pytest.raises(ValueError):   # -1 is not a global expert id, with an expert_map either
