@@ -11,6 +11,7 @@ if not os.path.exists("/dev/nvidia0"):
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 import submission as sub  # noqa: E402
 from mini_platform.ops.cpu import moe as cpu_moe  # noqa: E402
@@ -151,6 +152,22 @@ def test_bf16_inputs_into_an_fp32_output():
     launch(a.to(DEVICE), b.to(DEVICE), c, ids, weights)
     torch.testing.assert_close(c.cpu().double(), reference(a, b, ids, weights), atol=1e-5, rtol=1e-5,
                                msg=lambda m: f"bf16 a and b, fp32 c: rounded to bf16 before the store?\n{m}")
+
+
+def test_the_plain_dot_branch():
+    # DOT_IN_FP32=False is the GPU path for bf16/fp16; launched directly here on fp32 data with three K blocks
+    # (the interpreter's bf16 arithmetic is unreliable; on a GPU this dot may use TF32, hence the tolerance)
+    a, b, ids, weights = random_case(11, 6, 2, 3, 40, 20)
+    sorted_ids, expert_ids, post = moe.moe_align_block_size(ids.to(DEVICE), 16, 3)
+    c = torch.full((12, 20), float("nan"), device=DEVICE)
+    a, b, flat_weights = a.to(DEVICE), b.to(DEVICE), weights.to(DEVICE).contiguous()
+    grid = (triton.cdiv(sorted_ids.shape[0], 16) * triton.cdiv(20, 16),)
+    sub.fused_moe_kernel[grid](a, b, c, flat_weights, sorted_ids, expert_ids, post, 20, 40, sorted_ids.shape[0], 12,
+                               a.stride(0), a.stride(1), b.stride(0), b.stride(1), b.stride(2), c.stride(0), c.stride(1),
+                               TOP_K=2, MUL_ROUTED_WEIGHT=True, DOT_IN_FP32=False,
+                               BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=1)
+    torch.testing.assert_close(c.cpu().double(), reference(a.cpu(), b.cpu(), ids, weights), atol=2e-2, rtol=2e-2,
+                               msg=lambda m: f"DOT_IN_FP32=False, K=40 in BLOCK_K=16 steps\n{m}")
 
 
 def test_bf16_in_and_out():
