@@ -15,10 +15,13 @@ Exit status: 0 accepted, 1 any other verdict, 2 bad input (unknown id, missing f
 for ``engine``: 0 when the assembled engine equals transformers, 1 when not, 2 on bad input.
 
 ``--json`` prints judge_core's verdict schema plus: exercise (id), file, exit_code (the child's),
-wall_time, timeout, memory_limit_mb, process_output / process_stderr (see sandbox.py); ``engine --json``
+wall_time, timeout, memory_limit_mb, process_output / process_stderr, and for a run that did not report
+running / triton_interpreter (see sandbox.py); ``engine --json``
 prints engine_parts.summarize's result (status, equal, one row per part, difference, culprit).
 The last and best verdict of each exercise's workspace file are kept in practice/.judge_state.json
 (git-ignored); judging another file records nothing.
+A project exercise (the capstone: its files name a folder, PROJECT, see judging/exercises.py) is
+reported as that folder: the header, the "edit" line and ``solution`` (the reference project's files).
 Environment: NO_COLOR, MINI_PLATFORM_LANG (default language), MINI_PLATFORM_PRACTICE_DIR (another
 folder of exercises, with its own workspace and state; used by the tests), MINI_PLATFORM_WORKSPACE
 (another folder for the workspace files and the state; the site build's empty one, see judging/progress.py).
@@ -37,15 +40,17 @@ from pathlib import Path
 
 PRACTICE_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PRACTICE_DIR))
-from judging import engine_parts, exercises, render  # noqa: E402
+from judging import exercises, render  # noqa: E402
 from judging.exercises import Exercise, ExerciseError  # noqa: E402
 from judging.progress import Progress, file_digest, solved  # noqa: E402
+from judging import sandbox  # noqa: E402
 from judging.sandbox import MEMORY_MB, memory_limit_mb, run_batch, run_isolated  # noqa: E402,F401
 
 # Where exercises, the workspace and the state file live; tests point it at a temporary folder.
 ROOT = Path(os.environ.get("MINI_PLATFORM_PRACTICE_DIR") or PRACTICE_DIR).resolve()
 PROGRESS = Progress(ROOT)
 WORKSPACE = PROGRESS.workspace
+REPO = PRACTICE_DIR.parent   # a project exercise's PROJECT is relative to it (practice/capstone/harness.py)
 SOLUTION_AFTER = 3   # failed runs after which the reference solution may be shown (with a confirmation)
 LANG = "zh"
 
@@ -75,6 +80,24 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+def _project(file: Path) -> Path | None:
+    """The folder a project exercise's file names (PROJECT, relative to the repository root), or None."""
+    project = exercises.project_of(file)
+    return None if project is None else (REPO / project).resolve()
+
+
+def _relative_paths(verdict: dict) -> dict:
+    """The verdict with paths under the current directory (the learner's own files, as the child saw
+    their real paths) written relative to it, as the learner typed them."""
+    here = str(Path.cwd()) + os.sep
+    shown = {**verdict, "tests": [dict(t) for t in verdict.get("tests", [])]}
+    for item in (shown, *shown["tests"]):
+        for key in ("message", "details"):
+            if isinstance(item.get(key), str):
+                item[key] = item[key].replace(here, "")
+    return shown
+
+
 def _next_exercise(exercise: Exercise) -> Exercise | None:
     later = [p for p in exercises.exercise_dirs(ROOT) if int(p.name[:3]) > exercise.id]
     for path in later:
@@ -100,8 +123,14 @@ def cmd_judge(args) -> int:
         file = PROGRESS.workspace_file(exercise)
         if PROGRESS.ensure_workspace(exercise) and not args.json:
             print(exercise.statement(LANG))
-            print(tr(f"已从起始代码创建 {_display(file)}：在这个文件里写你的答案，然后再运行这条命令。\n",
-                     f"Created {_display(file)} from the starter: write your answer there, then run this command again.\n"))
+            project = _project(file)
+            if project is not None:
+                print(tr(f"已创建 {_display(file)}：它指向你的项目 {_display(project)}/，这一阶段评测的是那个项目（做法见上面的题目）。\n",
+                         f"Created {_display(file)}: it names your project {_display(project)}/, which this stage judges "
+                         "(see the statement above for how to make it).\n"))
+            else:
+                print(tr(f"已从起始代码创建 {_display(file)}：在这个文件里写你的答案，然后再运行这条命令。\n",
+                         f"Created {_display(file)} from the starter: write your answer there, then run this command again.\n"))
     timeout = args.timeout if args.timeout is not None else exercise.timeout
     digest = file_digest(file)   # of what is judged, even if the file is saved again meanwhile
     verdict = run_isolated(exercise, file, timeout, args.memory or memory_limit_mb(exercise), LANG)
@@ -113,8 +142,15 @@ def cmd_judge(args) -> int:
         print(json.dumps(verdict, ensure_ascii=False, indent=1))
         return 0 if verdict["status"] == "accepted" else 1
     style = Style(sys.stdout)
-    print(style(f"[{exercise.id}] {tr(exercise.title, exercise.title_en)}", "1") + f"  ({_display(file)})")
-    print(render.text(render.view(verdict), LANG, style, verdict.get("wall_time", 0)))
+    project = _project(file)
+    judged = f"{_display(project)}/, " + tr(f"由 {_display(file)} 指定", f"named by {_display(file)}") if project else _display(file)
+    print(style(f"[{exercise.id}] {tr(exercise.title, exercise.title_en)}", "1") + f"  ({judged})")
+    model = render.view(_relative_paths(verdict))
+    print(render.text(model, LANG, style, verdict.get("wall_time", 0)))
+    if project is None and any(group.get("case") for group in model["groups"]):
+        load = f"exec(open({_display(file)!r}).read())"
+        print(tr(f"重现失败的用例：在 Python 里先载入你的文件 {load}，再粘贴上面的用例。",
+                 f"To rerun a failing case: in Python, load your file with {load}, then paste the case above."))
     if verdict["status"] == "accepted":
         following = _next_exercise(exercise)
         print(tr(f"参考答案（可以对照）：python practice/judge.py solution {exercise.id}",
@@ -123,7 +159,10 @@ def cmd_judge(args) -> int:
             print(tr(f"下一题：python practice/judge.py {following.id}   （{following.title}）",
                      f"Next: python practice/judge.py {following.id}   ({following.title_en})"))
     else:
-        if not args.file:
+        if project is not None:
+            print(tr(f"修改你的项目 {_display(project)}/ 后重新运行：python practice/judge.py {exercise.id}",
+                     f"Edit your project {_display(project)}/ and run again: python practice/judge.py {exercise.id}"))
+        elif not args.file:
             print(tr(f"修改 {_display(file)} 后重新运行：python practice/judge.py {exercise.id}",
                      f"Edit {_display(file)} and run again: python practice/judge.py {exercise.id}"))
         if exercise.hints():
@@ -249,7 +288,18 @@ def cmd_solution(args) -> int:
                 return 1
             if input(question).strip().lower() not in ("y", "yes", "是"):
                 return 1
-    print(exercise.file("solution.py").read_text(encoding="utf-8"), end="")
+    project = _project(exercise.file("solution.py"))
+    if project is None:
+        print(exercise.file("solution.py").read_text(encoding="utf-8"), end="")
+        return 0
+    print(tr(f"参考答案是整个项目 {_display(project)}/：", f"The reference is the whole project {_display(project)}/:"))
+    for path in sorted(p for p in project.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        print(f"\n==> {_display(path)} <==")
+        print(path.read_text(encoding="utf-8", errors="replace"), end="")
+    yours = _project(PROGRESS.workspace_file(exercise))
+    if yours is not None and yours.is_dir():
+        print(tr(f"\n对照你的项目：diff -ru {_display(project)} {_display(yours)}",
+                 f"\nCompare with your project: diff -ru {_display(project)} {_display(yours)}"))
     return 0
 
 
@@ -338,6 +388,8 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_engine(args) -> int:
+    from judging import engine_parts   # imported here: judging one exercise does not need it
+
     every = engine_parts.engine_exercises(ROOT)
     if args.parts is not None and args.chapter is not None:
         raise UsageError("--parts 和 --chapter 只能用一个。", "give --parts or --chapter, not both.")
@@ -356,11 +408,14 @@ def cmd_engine(args) -> int:
 
     def progress(line: str) -> None:   # one line per engine run, on stderr (stdout stays the result)
         stage, _, name = line.partition(" ")
+        if name.endswith(" (cached)"):
+            name = name[:-len(" (cached)")] + tr("（来自缓存）", " (from the cache)")
         label = engine_parts.STAGES.get(stage, (stage, stage))[1 if LANG == "en" else 0]
         print(f"  [{time.monotonic() - started:5.1f} s] {label}: {name}", file=sys.stderr, flush=True)
 
     chapters = engine_parts.chapters_of(selected, args.chapter, every)
-    report = engine_parts.run(choices, every, timeout, memory, chapters, progress)
+    cache = None if args.no_cache else sandbox.cache_folder("engine")
+    report = engine_parts.run(choices, every, timeout, memory, chapters, progress, cache)
     summary = engine_parts.summarize(choices, report, LANG, timeout, memory)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
@@ -368,6 +423,11 @@ def cmd_engine(args) -> int:
         print(engine_parts.text(summary, LANG, Style(sys.stdout)))
         print(tr(f"用时 {summary['wall_time']:.1f} 秒，引擎运行了 {summary['runs']} 遍。",
                  f"{summary['wall_time']:.1f} s, {summary['runs']} engine runs."))
+        if summary["cached_runs"]:
+            print(tr(f"其中 {summary['cached_runs']} 个引擎的结果来自缓存（输入没有变：同样的 mini_platform 源码、同样的部件文件；"
+                     "--no-cache 全部重跑）。",
+                     f"{summary['cached_runs']} engine results came from the cache (their inputs are unchanged: the same "
+                     "mini_platform source, the same part files; --no-cache runs everything)."))
     return 0 if summary["equal"] else 1
 
 
@@ -488,6 +548,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--chapter", type=_positive(int),
                             help="only this chapter's parts and the runs that call them / 只跑这一章的部件")
         parser.add_argument("--timeout", type=_positive(float), help="seconds for the whole run / 整个运行的时间限制（秒）")
+        parser.add_argument("--no-cache", action="store_true",
+                            help="run every engine, read and store nothing (judging/engine_cache.py) / 不用缓存")
         parser.add_argument("--memory", type=_positive(int), help="address-space limit in MiB / 内存限制（MiB）")
     elif command == "check":
         parser.add_argument("ids", nargs="*")

@@ -47,3 +47,32 @@ def emulated_npu():
 
     with emulated_torch_npu() as module:
         yield module
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_judge_cache(tmp_path_factory):
+    """``judge.py engine`` caches checkpoints and engine runs by content (practice/judging/engine_cache.py):
+    the suite's own cache, shared by its tests, never the user's ``~/.cache``."""
+    folder = tmp_path_factory.mktemp("engine-judge-cache")
+    saved = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
+    os.environ["MINI_PLATFORM_JUDGE_CACHE"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("MINI_PLATFORM_JUDGE_CACHE", None)
+    else:
+        os.environ["MINI_PLATFORM_JUDGE_CACHE"] = saved
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each executed notebook's time against its goal (tests/test_notebooks.py records them)."""
+    rows = []
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        props = dict(getattr(report, "user_properties", ()))
+        if "execution_seconds" in props and report.when == "call":
+            name = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+            rows.append((name, props["execution_seconds"], props.get("goal_seconds", 60)))
+    if rows:
+        terminalreporter.section("notebook execution times")
+        for name, seconds, goal in sorted(rows):
+            mark = "ok" if seconds < goal else "OVER"
+            terminalreporter.write_line(f"{name:<32} {seconds:6.1f} s   goal < {goal} s   {mark}")

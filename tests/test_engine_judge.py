@@ -124,6 +124,35 @@ def test_every_solution_is_yours_exercised_and_equal(solved):
                for e in ENGINE_EXERCISES)
 
 
+def test_a_run_reads_back_every_engine_whose_inputs_did_not_change(solved, tmp_path):
+    """The solved workspace, moved (file paths are not part of the key), judged with --chapter 7: the
+    all-reference engines and llama/graph (which swaps in chapter 7's parts only, as in the whole run) come
+    from the cache; qwen2_moe/npu-graph, which also swapped in chapter 6's parts in the whole run, runs. Then
+    everything comes from the cache; then one part's file changes and only the engine it is in play in runs."""
+    root = practice_root(tmp_path)
+    shutil.copytree(solved[0] / "workspace", root / "workspace", dirs_exist_ok=True)
+    shutil.copy(solved[0] / ".judge_state.json", root / ".judge_state.json")
+    names = [run.name for run in engine_run.runs_for({7})]
+    assert names == ["qwen2_moe/npu-graph", "llama/graph"]
+
+    def judged(fresh: set[str]) -> dict:
+        run = engine_cli(root, "--json", "--chapter", "7")
+        result = json.loads(run.stdout)
+        assert run.returncode == 0 and result["equal"], run.stderr
+        assert all(row["source"] == "yours" and row["calls"] > 0 for row in result["parts"])
+        assert all(f"全部用参考实现的引擎: {name}（来自缓存）" in run.stderr for name in names), run.stderr
+        assert {name for name in names if f"换上你的部件的引擎: {name}\n" in run.stderr} == fresh, run.stderr
+        assert result["cached_runs"] == 2 * len(names) - len(fresh)
+        return result
+
+    judged({"qwen2_moe/npu-graph"})
+    judged(set())
+    part = exercises.find(245)   # update_attn_params: called in the ACL graph only
+    file = root / "workspace" / f"{part.name}.py"
+    file.write_text(file.read_text() + "\n# the same code, another file content\n")
+    judged({"qwen2_moe/npu-graph"})
+
+
 def test_bisection_names_the_subtly_wrong_part(mixed):
     _, result, code = mixed
     assert code == 1 and result["status"] == "different" and result["equal"] is False

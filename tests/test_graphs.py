@@ -403,16 +403,51 @@ def test_emulated_task_group_keeps_capture_lengths_until_updated(emulated_npu):
     with pytest.raises(RuntimeError, match="never recorded"):
         npu.synchronize()
     assert torch.equal(out, torch.zeros(1, 2, 8))
-    event.record(stream)                # released without an update: capture-time length
+    update = npu.Stream()               # the host releases and updates from another stream than the replay's
+    event.record(update)                # released without an update: capture-time length
     torch.testing.assert_close(out, want[5])
     g.replay()
-    npu.graph_task_update_begin(stream, handle)
-    attend(lens, out)                   # not run now: replaces the task, with the new length
-    npu.graph_task_update_end(stream)
-    torch.testing.assert_close(out, want[5])
-    event.record(stream)
+    with npu.stream(update):
+        npu.graph_task_update_begin(update, handle)
+        attend(lens, out)               # not run now: replaces the task, with the new length
+        npu.graph_task_update_end(update)
+        torch.testing.assert_close(out, want[5])
+        event.record(update)
     npu.synchronize()
     torch.testing.assert_close(out, want[20])
+
+
+def test_emulated_streams_refuse_what_would_hang_on_the_device(emulated_npu):
+    npu = emulated_npu.npu
+    gen = torch.Generator().manual_seed(3)
+    kc, vc = torch.randn(2, 16, 1, 8, generator=gen), torch.randn(2, 16, 1, 8, generator=gen)
+    q, out, table = torch.randn(1, 2, 8, generator=gen), torch.zeros(1, 2, 8), torch.tensor([[1]], dtype=torch.int32)
+
+    def attend(n: int) -> None:
+        emulated_npu._npu_paged_attention(query=q, key_cache=kc, value_cache=vc, num_kv_heads=1, num_heads=2,
+                                          scale_value=0.5, block_table=table,
+                                          context_lens=torch.tensor([n], dtype=torch.int32), out=out)
+
+    g, event, update = npu.NPUGraph(), npu.ExternalEvent(), npu.Stream()
+    with npu.graph(g):
+        event.wait(npu.current_stream())
+        event.reset(npu.current_stream())
+        npu.graph_task_group_begin(npu.current_stream())
+        attend(4)
+        handle = npu.graph_task_group_end(npu.current_stream())
+    g.replay()
+    with pytest.raises(RuntimeError, match="stream that launched"):
+        event.record()                  # the default stream: behind the replay that waits for it
+    npu.graph_task_update_begin(update, handle)
+    with pytest.raises(RuntimeError, match="another stream"):
+        attend(9)                       # issued on the default stream, not the update stream
+    with npu.stream(update):
+        attend(9)
+        with pytest.raises(RuntimeError, match="graph_task_update_end first"):
+            event.record(update)        # inside the update: it would never run
+        npu.graph_task_update_end(update)
+        event.record()                  # the current stream is the update stream
+    npu.synchronize()
 
 
 # -- MoE models -------------------------------------------------------------------------------------------

@@ -486,3 +486,58 @@ def test_reference_before_acceptance_needs_failed_runs_and_confirmation(root):
     refused = cli(root, "solution", "189", "--lang", "en")
     assert refused.returncode == 1 and "--yes" in refused.stdout   # not a terminal: no prompt
     assert cli(root, "solution", "189", "--yes").stdout == SOLUTION
+
+
+# ---------------------------------------------------------------------------------------------
+# Feedback the judge adds around the verdict
+
+
+def test_a_crash_names_the_test_that_was_running_and_no_temporary_path(exercise, tmp_path):
+    verdict = judge_source(exercise, tmp_path, "import os\ndef double(x):\n    if x < 0:\n        os.abort()\n    return 2 * x\n",
+                           timeout=10)
+    assert verdict["status"] == "crashed" and verdict["running"] == "test_many"
+    assert verdict["triton_interpreter"] is False   # a pure-Python exercise
+    assert "mini-judge-" not in verdict["process_stderr"] and 'File "submission.py", line 4' in verdict["process_stderr"]
+    assert "The test running when the process died: test_many" in judge.render.text(judge.render.view(verdict), "en")
+
+
+PROJECT_TEST = """\
+import sys
+from pathlib import Path
+
+import submission
+
+SITE = Path(submission.PROJECT).parent / "site"
+
+
+def test_example():
+    sys.path.insert(0, str(SITE))
+    import plugin
+    assert plugin.answer() == 42
+"""
+
+
+def test_a_project_exercise_points_at_the_project_and_its_files(tmp_path):
+    """Like the capstone: the exercise's files name a project folder (PROJECT), which the test installs
+    as links; the judge points at the folder and shows the learner's own frames in it."""
+    root = tmp_path / "practice"
+    project, reference = tmp_path / "mine" / "project", tmp_path / "reference"
+    for folder, body in ((project, "    raise NotImplementedError('answer')"), (reference, "    return 42")):
+        folder.mkdir(parents=True)
+        (folder / "plugin.py").write_text(f"def answer():\n{body}\n")
+    (project.parent / "site").mkdir()
+    (project.parent / "site" / "plugin.py").symlink_to(project / "plugin.py")
+    make_exercise(root, 188, "project", test=PROJECT_TEST, solution=f"PROJECT = {str(reference)!r}\n",
+                  starter=f"PROJECT = {str(project)!r}\n")
+    workspace = project.parent / "188_project.py"
+    workspace.write_text(f"PROJECT = {str(project)!r}\n")
+    done = cli(root, "188", str(workspace), "--lang", "en", cwd=tmp_path)
+    assert f"(mine/project/, named by mine/188_project.py)" in done.stdout
+    assert "[a TODO of the starter is not done yet (NotImplementedError)]" in done.stdout
+    assert "mine/project/plugin.py:2 in answer" in done.stdout and "site/plugin.py" not in done.stdout
+    assert "Edit your project mine/project/ and run again" in done.stdout
+    for _ in range(judge.SOLUTION_AFTER):
+        cli(root, "188")
+    shown = cli(root, "solution", "188", "--yes", "--lang", "en", cwd=tmp_path).stdout
+    assert "The reference is the whole project reference/" in shown
+    assert "==> reference/plugin.py <==\ndef answer():\n    return 42\n" in shown

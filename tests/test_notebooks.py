@@ -2,12 +2,13 @@
 
 Notebooks are picked up by file name, so a new chapter is tested as soon as it exists. Each runs
 in a fresh python3 kernel with notebooks/ as its working directory. The goal is under 60 s per
-notebook on a 2-core CPU; the time is printed (run with ``-s`` or ``-rA`` to see it), never
-asserted, since tests never assert wall-clock time.
+notebook on a 2-core CPU (90 s for chapter 8); each notebook's time is printed in the summary at the end
+of the run (tests/conftest.py), never asserted, since tests never assert wall-clock time.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from pathlib import Path
 
@@ -27,6 +28,22 @@ def site_build():
     return module
 
 pytestmark = pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+GOAL_S = {"08": 90}   # seconds on a 2-core CPU; 60 for the others
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reader_cache(tmp_path_factory):
+    """The notebooks' ``judge.py engine`` runs start from an empty cache of their own, filled as the chapters
+    run in order: what a reader who opens them one after another sees (not the cache the engine-judge
+    tests filled)."""
+    folder = tmp_path_factory.mktemp("reader-engine-cache")
+    saved = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
+    os.environ["MINI_PLATFORM_JUDGE_CACHE"] = str(folder)
+    yield
+    if saved is None:
+        os.environ.pop("MINI_PLATFORM_JUDGE_CACHE")
+    else:
+        os.environ["MINI_PLATFORM_JUDGE_CACHE"] = saved
 
 
 def test_notebook_is_committed_without_outputs(path):
@@ -46,8 +63,10 @@ def test_notebook_executes_top_to_bottom(path, record_property, tmp_path):
     # As the site build executes it (an empty workspace, not practice/workspace/), since it keeps the result.
     client.execute(env=site_build().execution_env(tmp_path))  # raises CellExecutionError naming the failing cell
     elapsed = time.perf_counter() - start
+    goal = GOAL_S.get(path.name[:2], 60)
     record_property("execution_seconds", round(elapsed, 1))
-    print(f"{path.name}: executed in {elapsed:.1f} s (goal: under 60 s on a 2-core CPU)")
+    record_property("goal_seconds", goal)   # printed in the summary by tests/conftest.py
+    print(f"{path.name}: executed in {elapsed:.1f} s (goal: under {goal} s on a 2-core CPU)")
     skipped = [index for index, cell in enumerate(notebook.cells)
                if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None]
     assert not skipped, f"{path.name}: code cells {skipped} did not run"

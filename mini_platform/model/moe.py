@@ -57,6 +57,8 @@ def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement:
 
 def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
     """int64 ``[num_experts]``: the EP rank that owns each expert."""
+    if ep_size < 1:
+        raise ValueError(f"ep_size must be >= 1, got {ep_size}")
     owned = torch.stack([expert_map_for_rank(num_experts, ep_size, r, placement) >= 0 for r in range(ep_size)])
     return owned.int().argmax(dim=0)
 

@@ -343,14 +343,15 @@ def build(kind, specs, rng):
     return detectors
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_randomized_resolution_against_oracle(seed):
     rng = random.Random(180_000 + seed)
-    for case in range(150):
+    for case in range(60):
         builtin_spec, oot_spec, env = random_case(rng)
         (kind, value), bounds = expected_resolution(builtin_spec, oot_spec, env)
         builtin, oot = build("b", builtin_spec, rng), build("o", oot_spec, rng)
         where = f"seed={seed} case={case} builtin={builtin_spec} oot={oot_spec} env={env}"
+        repro = {"case": case, "builtin": builtin_spec, "oot": oot_spec, "env": env}  # noqa: F841 - shown on failure
         if kind == "ok":
             assert resolve(builtin, oot, env) == value, where
         else:
@@ -489,6 +490,7 @@ def test_randomized_forwarding(seed, device_modules):
         t = rng.choice(types_)
         p = classes[t]()
         for w in rng.sample(words, 5) + ["own_" + t]:
+            repro = {"device_type": t, "device_modules": content, "attribute": w}  # noqa: F841 - shown on failure
             if w == "own_" + t:
                 assert getattr(p, w) == t
             elif w in content.get(t, {}):

@@ -311,10 +311,12 @@ def build_site(site, rng, tag):
 def test_randomized_sites_against_oracle(seed, site):
     rng = random.Random(181_000 + seed)
     eps, good, bad = build_site(site, rng, seed)
+    repro = {"expected_entry_points": eps}  # shown on failure
     assert sub.discover(site, GROUP) == eps, f"seed={seed}"
     assert imported() == [], "discover must not import plugin modules"
     names = sorted(eps)
     allowed = None if rng.random() < 0.5 else rng.sample(names, rng.randint(0, len(names)))
+    repro["allowed"] = allowed
     loaded, failed = sub.load_group(site, GROUP, allowed=allowed)
     keep = set(names) if allowed is None else set(allowed)
     assert set(loaded) == {n for n in good if n in keep}, f"seed={seed} allowed={allowed}"

@@ -87,6 +87,7 @@ def test_random_lists(seed):
     items = [rng.choice([str(rng.randint(0, 20)), f" {rng.randint(0, total - 1)} ", "-1", "a", ""])
              for _ in range(rng.randint(0, 6))]
     value = ",".join(items)
+    repro = {"value": value, "total": total}  # noqa: F841 - shown on failure: parse_visible(value, total)
     expected = _reference(value, total)
     assert parse_visible(value, total) == expected
     for logical, physical in enumerate(expected):

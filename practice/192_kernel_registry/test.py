@@ -102,11 +102,14 @@ def test_registries_are_independent():
 def test_random_tables(seed):
     rng = random.Random(seed)
     backends = ["cpu", "triton", "npu", "xpu"][: rng.randint(2, 4)]
-    ops = KernelRegistry(backends, default=rng.choice(backends))
+    default = rng.choice(backends)
+    ops = KernelRegistry(backends, default=default)
+    repro = [f"ops = KernelRegistry({backends!r}, default={default!r})"]   # the calls so far, shown on failure
     table = {}
     for kernel in ("rms_norm", "rope", "silu_and_mul", "attention"):
         for backend in rng.sample(backends, rng.randint(1, len(backends))):
             ops.register(kernel, backend)(lambda *a, _k=kernel, _b=backend: (_k, _b, a))
+            repro.append(f"ops.register({kernel!r}, {backend!r})(lambda *a: ({kernel!r}, {backend!r}, a))")
             table.setdefault(kernel, set()).add(backend)
     for kernel, having in table.items():
         for backend in backends:

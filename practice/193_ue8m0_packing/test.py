@@ -72,6 +72,7 @@ def test_devices():
 def test_random_round_trips_match_the_memory_layout(seed):
     rng = random.Random(seed)
     codes = [rng.randrange(256) for _ in range(rng.randint(1, 19))]
+    repro = {"codes": codes}
     for per_word, fmt in ((4, "i"), (2, "h")):
         padded = codes + [0] * (-len(codes) % per_word)
         expected = list(struct.unpack(f"<{len(padded) // per_word}{fmt}", bytes(padded)))
@@ -79,5 +80,6 @@ def test_random_round_trips_match_the_memory_layout(seed):
         assert unpack(expected, per_word, len(codes)) == codes
     scales = [rng.uniform(0.5, 2.0) * 2.0 ** rng.randint(-60, 60) for _ in range(7)]
     for s in scales:
+        repro = {"s": s}  # noqa: F841 - shown on failure: encode_ue8m0(s)
         code = encode_ue8m0(s)
         assert decode_ue8m0(code) >= s > decode_ue8m0(code) / 2

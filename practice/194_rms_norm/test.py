@@ -25,6 +25,8 @@ def test_random_against_torch(seed, dtype):
     x = (torch.randn(*shape, generator=g) * 3).to(dtype)
     w = torch.randn(shape[-1], generator=g).to(dtype)
     eps = [1e-6, 1e-5][seed % 2]
+    repro = (f"g = torch.Generator().manual_seed({seed}); x = (torch.randn(*{shape}, generator=g) * 3).to({dtype}); "  # noqa: F841
+             f"w = torch.randn({shape[-1]}, generator=g).to({dtype}); out = rms_norm(x, w, {eps})")
     x_before = x.clone()
     out = rms_norm(x, w, eps)
     assert out.dtype == dtype and out.shape == x.shape and torch.equal(x, x_before)

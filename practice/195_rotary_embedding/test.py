@@ -50,6 +50,9 @@ def test_random_against_complex_rotation(case, neox, dtype):
     positions = torch.randint(0, 512, (T,), generator=g)
     q, k = torch.randn(T, nh * hd, generator=g).to(dtype), torch.randn(T, nkv * hd, generator=g).to(dtype)
     q0, k0 = q.clone(), k.clone()
+    repro = (f"g = torch.Generator().manual_seed({100 + case}); positions = torch.randint(0, 512, ({T},), generator=g); "  # noqa: F841
+             f"q = torch.randn({T}, {nh * hd}, generator=g).to({dtype}); k = torch.randn({T}, {nkv * hd}, generator=g).to({dtype}); "
+             f"q_out, k_out = rotary_embedding(positions, q, k, {hd}, build_cos_sin_cache(512, {rot_dim}, {base}), {neox})")
     cache = build_cos_sin_cache(512, rot_dim, base)
     q_out, k_out = rotary_embedding(positions, q, k, hd, cache, neox)
     assert torch.equal(q, q0) and torch.equal(k, k0), "inputs must not be modified"

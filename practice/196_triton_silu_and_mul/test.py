@@ -55,6 +55,8 @@ def test_kernel_masks_and_strides(d, block):
 def test_wrapper_random(shape, dtype):
     g = torch.Generator().manual_seed(sum(shape))
     x = (torch.randn(*shape, generator=g) * 3).to(dtype).to(DEVICE)
+    repro = (f"g = torch.Generator().manual_seed({sum(shape)}); x = (torch.randn(*{shape}, generator=g) * 3).to({dtype}); "  # noqa: F841
+             "out = silu_and_mul(x)")
     x0 = x.clone()
     out = silu_and_mul(x)
     assert torch.equal(x, x0)

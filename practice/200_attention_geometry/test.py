@@ -121,6 +121,7 @@ def test_randomized_geometries():
         if kv_heads != heads or rng.random() < 0.5:
             cfg["num_key_value_heads"] = kv_heads
         cfg[rng.choice(["dtype", "torch_dtype"])] = dtype
+        repro = {"cfg": cfg}  # noqa: F841 - shown on failure: geometry(cfg)
         g = geometry(cfg)
         size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
         assert g["head_dim"] == head_dim and g["group_size"] == group, cfg

@@ -169,6 +169,7 @@ def test_randomized_files():
             expected[f"layer{case}.t{i}"] = (dtype, shape, vals)
         rng.shuffle(tensors)
         blob = build(tensors, metadata={"n": str(case)}, pad=rng.randint(0, 7))
+        repro = {"blob": blob}  # noqa: F841 - shown on failure: parse_header(blob), read_tensor(blob, name)
         info = sub.parse_header(blob)
         assert {k: (v["dtype"], v["shape"]) for k, v in info.items()} == {k: v[:2] for k, v in expected.items()}
         for name, (_, _, vals) in expected.items():

@@ -112,6 +112,7 @@ def test_randomized_models():
         weight_map = {name: rng.choice(files) for name in expected}
         items = list(params.items())
         rng.shuffle(items)
+        repro = {"weight_map": weight_map, "params": dict(items), "packed": packed}  # noqa: F841 - shown on failure
         plan = sub.plan_loading(weight_map, dict(items), packed)
         want = {}
         for name in sorted(expected):

@@ -76,11 +76,14 @@ def test_odd_head_dim_is_rejected():
 
 @pytest.mark.parametrize("neox", [True, False])
 def test_randomized_against_complex_rotation(neox):
-    gen = torch.Generator().manual_seed(203)
     for head_dim, heads, theta in ((8, 3, 10000.0), (16, 1, 500.0), (32, 4, 1e6), (4, 2, 10.0)):
+        gen = torch.Generator().manual_seed(203 + head_dim)
         cache = sub.rope_cos_sin_cache(head_dim, 300, theta)
         x = torch.randn(9, heads, head_dim, generator=gen)
         positions = torch.randint(0, 300, (9,), generator=gen)
+        repro = (f"gen = torch.Generator().manual_seed({203 + head_dim}); x = torch.randn(9, {heads}, {head_dim}, generator=gen); "  # noqa: F841
+                 f"positions = torch.randint(0, 300, (9,), generator=gen); "
+                 f"out = apply_rope(x, positions, rope_cos_sin_cache({head_dim}, 300, {theta}), neox={neox})")
         before = x.clone()
         out = sub.apply_rope(x, positions, cache, neox=neox)
         assert torch.equal(x, before), "apply_rope must not modify its input"

@@ -43,8 +43,12 @@ def test_query_head_h_reads_kv_head_h_div_group():
 
 @pytest.mark.parametrize("nh, nkv, hd", [(4, 4, 8), (8, 2, 16), (6, 1, 8), (3, 1, 4)])
 def test_against_the_definition(nh, nkv, hd):
-    gen = torch.Generator().manual_seed(204 + nh * nkv)
     for t, offset in ((5, 0), (1, 6), (3, 4)):
+        seed = 204 + nh * nkv + 100 * t
+        gen = torch.Generator().manual_seed(seed)
+        repro = (f"gen = torch.Generator().manual_seed({seed}); q = torch.randn({t}, {nh}, {hd}, generator=gen); "  # noqa: F841
+                 f"k, v = torch.randn({offset + t}, {nkv}, {hd}, generator=gen), torch.randn({offset + t}, {nkv}, {hd}, generator=gen); "
+                 f"out = gqa_attention(q, k, v, {offset})")
         q = torch.randn(t, nh, hd, generator=gen)
         k, v = torch.randn(offset + t, nkv, hd, generator=gen), torch.randn(offset + t, nkv, hd, generator=gen)
         out = sub.gqa_attention(q, k, v, offset)

@@ -114,12 +114,14 @@ def test_random_operations_match_a_reference(seed):
     rng = random.Random(seed)
     n = rng.randint(3, 12)
     pool, model = sub.BlockPool(n), Model(n)
+    repro = ["from contextlib import suppress", f"pool = BlockPool({n})"]   # the calls so far, shown on failure
     held = []
     for _ in range(200):
         op = rng.choice(["allocate", "share", "free", "free"])
         if op == "allocate":
             k = rng.randint(0, 4)
             want = model.allocate(k)
+            repro.append(f"with suppress(NoFreeBlocksError): pool.allocate({k})" if want == "full" else f"pool.allocate({k})")
             if want == "full":
                 with pytest.raises(sub.NoFreeBlocksError):
                     pool.allocate(k)
@@ -131,6 +133,7 @@ def test_random_operations_match_a_reference(seed):
             if held and rng.random() < 0.7:
                 blocks = [rng.choice(held) for _ in range(rng.randint(1, 3))]
             want = getattr(model, op)(blocks)
+            repro.append(f"with suppress(ValueError): pool.{op}({blocks})" if want == "error" else f"pool.{op}({blocks})")
             if want == "error":
                 with pytest.raises(ValueError):
                     getattr(pool, op)(blocks)

@@ -60,6 +60,7 @@ def test_random_steps_address_each_token_once(seed):
         for p in range(total - new, total):
             where[(r, p)] = (table[p // block_size], p % block_size)
     tokens = sum(n for _, _, n in requests)
+    repro = {"requests": requests, "block_size": block_size}  # noqa: F841 - shown on failure
     got = sub.build_step_metadata(requests, block_size)
     expected = [b * block_size + o for (_, _), (b, o) in sorted(where.items())]
     assert len(got["slot_mapping"]) == tokens and got["slot_mapping"] == expected

@@ -40,8 +40,10 @@ def test_a_chain_continued_from_parent_hash_equals_the_whole_chain(seed):
     rng = random.Random(100 + seed)
     block_size = rng.choice([1, 2, 3, 5])
     tokens = [rng.randrange(50) for _ in range(rng.randint(2, 8) * block_size + rng.randint(0, block_size - 1))]
+    repro = {"tokens": tokens, "block_size": block_size}
     whole = sub.block_hashes(tokens, block_size)
     cut = rng.randint(1, len(whole) - 1)            # hash the first `cut` blocks, then the rest from there
+    repro["cut"] = cut
     head = sub.block_hashes(tokens[:cut * block_size], block_size)
     assert head + sub.block_hashes(tokens[cut * block_size:], block_size, parent_hash=head[-1]) == whole
     assert sub.block_hashes(tokens, block_size, None) == whole
@@ -58,6 +60,7 @@ def test_random_prompts_sharing_prefixes(seed):
     rng = random.Random(seed)
     block_size = rng.choice([1, 2, 3, 4, 16])
     base = [rng.randrange(50) for _ in range(rng.randint(1, 6) * block_size + rng.randint(0, block_size - 1))]
+    repro = {"base": base, "block_size": block_size}
     hashes = sub.block_hashes(base, block_size)
     parent, want = None, []
     for i in range(len(base) // block_size):
@@ -68,6 +71,7 @@ def test_random_prompts_sharing_prefixes(seed):
     # A prompt that shares the first k tokens of base, then diverges.
     k = rng.randint(0, len(base))
     other = base[:k] + [50 + rng.randrange(50) for _ in range(rng.randint(0, 2 * block_size))]
+    repro.update(other=other, cached=cached)
     n_hit, blocks = sub.find_cached_prefix(other, block_size, cached)
     full_shared = min(k, len(other) - 1) // block_size if other else 0
     assert n_hit == full_shared * block_size and blocks == [100 + i for i in range(full_shared)]
@@ -75,6 +79,7 @@ def test_random_prompts_sharing_prefixes(seed):
     if len(hashes) >= 2:
         j = rng.randrange(len(base) // block_size * block_size)
         changed = base[:j] + [base[j] + 1000] + base[j + 1:]
+        repro["changed"] = changed
         new = sub.block_hashes(changed, block_size)
         cut = j // block_size
         assert new[:cut] == hashes[:cut] and all(x != y for x, y in zip(new[cut:], hashes[cut:]))

@@ -39,6 +39,12 @@ def test_random_writes(seed, cache_dtype):
     key, value = torch.randn(T, nkv, hd, generator=gen), torch.randn(T, nkv, hd, generator=gen)
     key_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(cache_dtype)
     value_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(cache_dtype)
+    repro = (f"gen = torch.Generator().manual_seed({seed}); slots = torch.randperm({nb * bs}, generator=gen)[:{T}].to(torch.int32); "  # noqa: F841
+             f"slots[torch.rand({T}, generator=gen) < 0.2] = -1; "
+             f"key, value = torch.randn({T}, {nkv}, {hd}, generator=gen), torch.randn({T}, {nkv}, {hd}, generator=gen); "
+             f"key_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({cache_dtype}); "
+             f"value_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({cache_dtype}); "
+             "reshape_and_cache(key, value, key_cache, value_cache, slots)")
     want_k, want_v = key_cache.clone().view(nb * bs, nkv, hd), value_cache.clone().view(nb * bs, nkv, hd)
     for t, s in enumerate(slots.tolist()):
         if s >= 0:

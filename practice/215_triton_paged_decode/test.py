@@ -44,6 +44,13 @@ def test_random_batches(seed):
     key_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(dtype)
     value_cache = torch.randn(nb, bs, nkv, hd, generator=gen).to(dtype)
     query = torch.randn(B, nh, hd, generator=gen).to(dtype)
+    repro = [f"gen = torch.Generator().manual_seed({seed})",  # noqa: F841 - shown on failure
+             f"lens = torch.randint(1, {3 * bs + 1}, ({B},), generator=gen).to(torch.int32); lens[0] = {int(lens[0])}",
+             f"tables = torch.randperm({nb}, generator=gen).view({B}, {max_blocks}).to(torch.int32)",
+             f"key_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({dtype})",
+             f"value_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({dtype})",
+             f"query = torch.randn({B}, {nh}, {hd}, generator=gen).to({dtype})",
+             f"out = paged_decode_attention(query, key_cache, value_cache, tables, lens, {hd ** -0.5!r})"]
     got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, hd ** -0.5)
     assert got.dtype == dtype and got.shape == query.shape
     tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}[dtype]

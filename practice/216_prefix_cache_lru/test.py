@@ -102,16 +102,20 @@ def test_random_workload_matches_a_reference(seed):
     rng = random.Random(seed)
     n, bs = rng.randint(4, 12), rng.choice([1, 2, 4])
     pool, model = sub.PrefixCachePool(n, bs), Model(n, bs)
+    repro = ["from contextlib import suppress", f"pool = PrefixCachePool({n}, {bs})"]   # the calls so far, shown on failure
     prefixes = [[rng.randrange(5) for _ in range(rng.randint(0, 3 * bs))] for _ in range(3)]
     live = []
     for _ in range(120):
         if live and rng.random() < 0.45:
             table = live.pop(rng.randrange(len(live)))
+            repro.append(f"pool.free({table})")
             pool.free(table)
             model.free(table)
         else:
             tokens = rng.choice(prefixes) + [rng.randrange(5) for _ in range(rng.randint(1, 2 * bs))]
             want = model.allocate(tokens)
+            repro.append(f"with suppress(NoFreeBlocksError): pool.allocate({tokens})" if want is None
+                         else f"pool.allocate({tokens})")
             if want is None:
                 with pytest.raises(sub.NoFreeBlocksError):
                     pool.allocate(tokens)

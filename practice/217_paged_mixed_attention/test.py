@@ -52,6 +52,13 @@ def test_random_mixed_batches(seed):
     query = torch.randn(sum(q_lens), nh, hd, generator=gen).to(dtype)
     qsl = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
+    repro = [f"gen = torch.Generator().manual_seed({seed})",  # noqa: F841 - shown on failure
+             f"tables = torch.randperm({nb}, generator=gen).view({len(requests)}, {max_blocks}).to(torch.int32)",
+             f"key_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({dtype})",
+             f"value_cache = torch.randn({nb}, {bs}, {nkv}, {hd}, generator=gen).to({dtype})",
+             f"query = torch.randn({sum(q_lens)}, {nh}, {hd}, generator=gen).to({dtype})",
+             f"query_start_loc = torch.tensor({qsl.tolist()}, dtype=torch.int32); seq_lens = torch.tensor({seq_lens}, dtype=torch.int32)",
+             f"out = paged_attention(query, key_cache, value_cache, tables, query_start_loc, seq_lens, {hd ** -0.5!r})"]
     got = sub.paged_attention(query, key_cache, value_cache, tables, qsl, lens, hd ** -0.5)
     assert got.dtype == dtype and got.shape == query.shape
     tol = 1e-5 if dtype == torch.float32 else 2e-2

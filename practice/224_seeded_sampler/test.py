@@ -118,3 +118,14 @@ def test_top_p_ties_go_to_the_lower_token_id():
     g = gen(12)
     assert {sample(logits, [1.0], [0], [1e-6], [g])[0] for _ in range(100)} == {1}
     assert {sample(logits, [1.0], [0], [0.5], [g])[0] for _ in range(300)} == {1, 3}
+
+
+def test_top_p_sees_the_tempered_distribution_renormalized_after_top_k():
+    lp = torch.tensor([[0.4, 0.3, 0.2, 0.1]]).log()
+    g = gen(13)
+    got = {sample(lp, [1.0], [2], [0.5], [g])[0] for _ in range(200)}
+    assert got == {0}, ("probabilities [0.4, 0.3, 0.2, 0.1], top_k=2, top_p=0.5: top-k leaves 4/7 and 3/7 "
+                        f"(renormalized), 4/7 >= 0.5 already, so only token 0 may be drawn; drew {sorted(got)}")
+    got = {sample(lp, [0.5], [0], [0.45], [g])[0] for _ in range(200)}
+    assert got == {0}, ("probabilities [0.4, 0.3, 0.2, 0.1], temperature 0.5, top_p=0.45: the tempered "
+                        f"distribution starts with 0.16/0.30 = 0.53 >= 0.45, so only token 0 may be drawn; drew {sorted(got)}")

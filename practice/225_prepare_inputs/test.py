@@ -29,7 +29,8 @@ def test_empty_step():
     assert prepare_inputs([]) == {"input_ids": [], "positions": [], "logits_indices": []}
 
 
-@pytest.mark.parametrize("bad", [([1, 2, 3], -1, 2), ([1, 2, 3], 1, 0), ([1, 2, 3], 3, 0), ([1, 2, 3], 2, 2)])
+@pytest.mark.parametrize("bad", [([1, 2, 3], -1, 2), ([1, 2, 3], 1, 0), ([1, 2, 3], 3, 0), ([1, 2, 3], 2, 2),
+                                 ([1, 2, 3], 2, -1)])
 def test_requests_outside_their_tokens_raise(bad):
     with pytest.raises(ValueError):
         prepare_inputs([([5, 6], 0, 2), bad])

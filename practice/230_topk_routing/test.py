@@ -68,6 +68,32 @@ def test_ties_go_to_the_lower_expert_id():
     assert ids.tolist() == [[40, 41, 42, 43, 44, 45]] * 2 + [[7, 40, 41, 42, 43, 44]] + [[40, 41, 42, 43, 44, 45]]
 
 
+def test_nearly_equal_probabilities_are_not_ties():
+    # Distinct fp32 probabilities a few ulps apart: the larger one comes first even with the higher id.
+    logits = torch.zeros(2, 8)
+    logits[0, 6] = 3e-7
+    logits[1, 7], logits[1, 2] = 1.0, 1.0 - 2e-7
+    probs = torch.softmax(logits, dim=-1)
+    assert probs[0, 6] > probs[0, 0] and probs[1, 7] > probs[1, 2], "the test's own premise"
+    _, ids = route(logits, 3, False)
+    assert ids.tolist() == [[6, 0, 1], [7, 2, 0]], f"logits={logits.tolist()}"
+
+
+def test_ties_are_judged_on_the_fp32_probabilities():
+    # fp32: the logits of experts 1 and 2 differ, but their fp32 probabilities are equal: a tie, lower id first.
+    logits = torch.tensor([[0.0, -1e-3, -1e-3 + 1.2e-10, -1.0]])
+    probs = torch.softmax(logits, dim=-1)
+    assert logits[0, 1] < logits[0, 2] and probs[0, 1] == probs[0, 2], "the test's own premise"
+    _, ids = route(logits, 3, False)
+    assert ids.tolist() == [[0, 1, 2]], "equal fp32 probabilities: lower expert id first"
+    # bf16: a softmax in bf16 would round experts 0 and 3 to the same value; in fp32 expert 3 is larger.
+    logits = torch.zeros(1, 16)
+    logits[0, 3], logits[0, 12] = 2 ** -8, 2 ** -7
+    logits = logits.bfloat16()
+    _, ids = route(logits, 3, False)
+    assert ids.tolist() == [[12, 3, 0]], f"rank by the fp32 probabilities, logits={logits.float().tolist()}"
+
+
 def test_renormalize_divides_the_chosen_by_their_sum():
     logits = torch.tensor([[2.0, 0.0, 1.0, -1.0], [0.0, 0.0, 3.0, 1.0]])
     plain, ids = route(logits, 2, False)
@@ -101,6 +127,19 @@ def test_no_tokens():
         weights, ids = route(torch.zeros(0, 6, dtype=dtype), 2, True)
         assert tuple(weights.shape) == tuple(ids.shape) == (0, 2)
         assert weights.dtype == torch.float32 and ids.dtype == torch.int32
+
+
+@pytest.mark.parametrize("top_k", [7, 0, True])
+def test_no_tokens_still_checks_top_k(top_k):
+    with pytest.raises(ValueError):
+        sub.moe_topk_softmax(torch.zeros(0, 6), top_k, True)
+
+
+def test_fp64_logits_still_give_fp32_weights():
+    logits = torch.tensor([[0.5, -1.0, 2.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    weights, ids = route(logits, 2, True)
+    assert (weights.dtype, ids.dtype) == (torch.float32, torch.int32), f"got {weights.dtype}, {ids.dtype}"
+    assert ids.tolist() == [[2, 0], [2, 0]]
 
 
 def test_top_k_may_equal_the_number_of_experts():

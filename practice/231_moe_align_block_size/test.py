@@ -37,6 +37,13 @@ def test_int64_ids():
     assert align(DOC, 4, 5, dtype=torch.int64)[1] == [1, 2, 3, 4, 0, 0, 0]
 
 
+def test_int64_expert_map_still_gives_int32():
+    emap = torch.tensor([-1, -1, -1, 0, 1])
+    _, expert_ids, _ = sub.moe_align_block_size(torch.tensor(DOC, dtype=torch.int32), 4, 5, emap)
+    assert expert_ids.dtype == torch.int32, f"all three results are int32, got expert_ids {expert_ids.dtype}"
+    assert expert_ids.tolist() == [-1, -1, 0, 1, -1, -1, -1]
+
+
 def test_full_run_needs_no_padding_block():
     # expert 0 gets exactly 4 entries: one block, no sentinel inside its run
     sorted_ids, expert_ids, post = align([[0, 1], [0, 1], [0, 2], [0, 1]], 4, 3)
@@ -53,12 +60,25 @@ def test_block_size_one_and_empty_experts():
 def test_empty_batch():
     sorted_ids, expert_ids, post = align([], 4, 2)
     assert post == 0 and sorted_ids == [0] * 6 and expert_ids == [0, 0]
+    # every block, used or not, goes through the expert_map: expert 0 lives elsewhere here
+    sorted_ids, expert_ids, post = align([], 4, 2, expert_map=[-1, 0])
+    assert (sorted_ids, expert_ids, post) == ([0] * 6, [-1, -1], 0)
 
 
-@pytest.mark.parametrize("block_size, expert_map", [(0, None), (4, [0, 1, 2])])
+BAD = [(0, None), (-1, None), (-4, None),                              # block_size < 1
+       (4, [0, 1, 2]), (4, [0, 1, 2, 3, 4, 5]), (4, [[0, 1, 2, 3, 4]])]  # expert_map not [num_experts=5]
+
+
+@pytest.mark.parametrize("block_size, expert_map", BAD)
 def test_bad_input_raises(block_size, expert_map):
     with pytest.raises(ValueError):
         align([[0, 1]], block_size, 5, expert_map)
+
+
+@pytest.mark.parametrize("block_size, expert_map", BAD)
+def test_bad_input_raises_without_tokens(block_size, expert_map):
+    with pytest.raises(ValueError):
+        align([], block_size, 5, expert_map)
 
 
 @pytest.mark.parametrize("seed", range(12))

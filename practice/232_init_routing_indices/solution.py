@@ -60,4 +60,4 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     filled = min(rows, pairs.numel())
     expanded_x = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=device)
     expanded_x[:filled] = x[pairs[:filled] // k]
-    return expanded_x, expanded_row_idx, tokens.to(torch.int64), torch.zeros(n, dtype=torch.float32, device=device)
+    return expanded_x, expanded_row_idx, tokens.to(torch.int64), torch.zeros(rows, dtype=torch.float32, device=device)

@@ -27,5 +27,6 @@ def npu_moe_init_routing_v2(x: torch.Tensor, expert_idx: torch.Tensor, *, scale:
     # TODO: the pairs t*K + j whose expert is in [start, end), sorted by expert, then by pair
     # TODO: expanded_row_idx[pair] = its sorted row (gather index), -1 for the pairs out of range
     # TODO: per-expert counts (type 1) or their cumsum (type 0), int64; empty without expert_tokens_num_flag
-    # TODO: expanded_x: N*K rows (or min(active_num, N*K)), x[pair // K] for the sorted pairs, zeros after
+    # TODO: expanded_x: N*K rows (or min(active_num, N*K)), x[pair // K] for the sorted pairs, zeros after, x's dtype
+    # TODO: expanded_scale: fp32 zeros, one per row of expanded_x
     raise NotImplementedError("npu_moe_init_routing_v2")

@@ -22,6 +22,8 @@ def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement:
 
 
 def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
+    if ep_size < 1:
+        raise ValueError(f"ep_size must be >= 1, got {ep_size}")
     owners = torch.empty(num_experts, dtype=torch.int64)
     for rank in range(ep_size):
         owners[expert_map_for_rank(num_experts, ep_size, rank, placement) >= 0] = rank

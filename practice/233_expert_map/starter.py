@@ -13,6 +13,6 @@ def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement:
 
 
 def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
-    """int64 [num_experts]: the rank that owns each expert."""
+    """int64 [num_experts]: the rank that owns each expert; ValueError for ep_size < 1 or an unknown placement."""
     # TODO
     raise NotImplementedError("expert_owners")

@@ -41,10 +41,17 @@ def test_fewer_experts_than_ranks():
     assert sub.expert_owners(2, 4).tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("args", [(8, 0, 0), (8, 2, 2), (8, 2, -1), (8, 2, 0, "random")])
+@pytest.mark.parametrize("args", [(8, 0, 0), (8, 2, 2), (8, 2, -1), (8, 2, 0, "random"), (8, -2, -1),
+                                  (4, 1, 1), (4, 1, -1), (4, 1, 0, "random"), (4, 1, 0, "Linear")])   # one rank too
 def test_bad_input_raises(args):
     with pytest.raises(ValueError):
         sub.expert_map_for_rank(*args)
+
+
+@pytest.mark.parametrize("args", [(8, 3, "random"), (8, 1, "roundrobin"), (8, 0), (8, -1)])
+def test_owners_bad_input_raises(args):
+    with pytest.raises(ValueError):
+        sub.expert_owners(*args)
 
 
 @pytest.mark.parametrize("seed", range(10))

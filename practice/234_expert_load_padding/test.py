@@ -25,7 +25,14 @@ def test_block_size_one():
     assert math.isclose(got["imbalance"], 2.0)
 
 
-@pytest.mark.parametrize("args", [([], 4, 4), ([[]], 4, 4), ([[0, 4]], 4, 4), ([[-1]], 4, 4), ([[0]], 4, 0)])
+def test_every_choice_counts_even_a_repeated_expert():
+    got = sub.expert_load([[1, 1], [0, 1]], num_experts=2, block_size=2)
+    assert got["tokens_per_expert"] == [1, 3], "each (token, choice) pair counts once, repeats included"
+    assert got["padded_rows"] == 6 and got["num_m_blocks"] == 3
+
+
+@pytest.mark.parametrize("args", [([], 4, 4), ([[]], 4, 4), ([[], []], 4, 4), ([[0, 4]], 4, 4), ([[-1]], 4, 4),
+                                  ([[0]], 4, 0), ([[0]], 4, -1), ([[0, 1]], 4, -4)])
 def test_bad_input_raises(args):
     with pytest.raises(ValueError):
         sub.expert_load(*args)

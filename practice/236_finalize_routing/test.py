@@ -42,6 +42,29 @@ def test_dtype_follows_rows():
     torch.testing.assert_close(out.float(), torch.tensor([[106., 101.], [1., 0.25]]))
 
 
+@pytest.mark.parametrize("mode", [0, 2])
+def test_bf16_is_summed_in_fp32(mode):
+    # K = 4 choices and two skips in bf16: summed in fp32 and rounded once, each entry is within one unit in the
+    # last place of the exact result in bf16; bf16 arithmetic (or a second rounding) is further off.
+    g = torch.Generator().manual_seed(mode)
+    n, k, h = 6, 4, 16
+    rows = torch.randn(n * k, h, generator=g).bfloat16()
+    scales = torch.rand(n, k, generator=g).bfloat16()
+    skip1, skip2 = torch.randn(n, h, generator=g).bfloat16(), torch.randn(n, h, generator=g).bfloat16()
+    src_to_dst = torch.randperm(n * k, generator=g).to(torch.int32)
+    out = sub.npu_moe_finalize_routing(rows, skip1, skip2, None, scales, src_to_dst, None, drop_pad_mode=mode)
+    assert out.dtype == torch.bfloat16
+    index = src_to_dst.long().view(k, n).T if mode == 0 else src_to_dst.long().view(n, k)
+    exact = skip1.double() + skip2.double() + (rows.double()[index] * scales.double()[..., None]).sum(1)
+    torch.testing.assert_close(out.double(), exact.bfloat16().double(), rtol=torch.finfo(torch.bfloat16).eps, atol=1e-6,
+                               msg=lambda m: f"seed={mode}, drop_pad_mode={mode}: summed in fp32?\n{m}")
+
+
+def test_k_counts_only_without_scales():
+    out = sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=0, k=4)
+    torch.testing.assert_close(out, torch.tensor([[106., 101.], [1., 0.25]]), msg="K = scales.shape[1] = 2, not k=4")
+
+
 def test_modes_1_and_3_index_like_0_and_2():
     for mode, like in ((1, 0), (3, 2)):
         torch.testing.assert_close(
@@ -54,6 +77,10 @@ def test_dropped_pair_adds_nothing():
     src_to_dst = torch.tensor([2, 0, 3, -1], dtype=torch.int32)
     out = sub.npu_moe_finalize_routing(ROWS, None, None, None, SCALES, src_to_dst, None, drop_pad_mode=0)
     torch.testing.assert_close(out, torch.tensor([[6., 1.], [1., 0.]]))
+    # row-major too: (i=1, k=0) dropped in mode 2
+    src_to_dst = torch.tensor([2, 0, -1, 1], dtype=torch.int32)
+    out = sub.npu_moe_finalize_routing(ROWS, None, None, None, SCALES, src_to_dst, None, drop_pad_mode=2)
+    torch.testing.assert_close(out, torch.tensor([[1.5, 1.], [0., 0.25]]), msg="drop_pad_mode=2, src_to_dst=[2, 0, -1, 1]")
 
 
 def test_bad_input_raises():
@@ -61,6 +88,10 @@ def test_bad_input_raises():
         sub.npu_moe_finalize_routing(ROWS, None, SKIP1, None, SCALES, SRC_TO_DST, None)
     with pytest.raises(ValueError):
         sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=4)
+    with pytest.raises(ValueError):
+        sub.npu_moe_finalize_routing(ROWS, SKIP1, None, None, SCALES, SRC_TO_DST, None, drop_pad_mode=-1)
+    with pytest.raises(ValueError):   # 4 entries with K = scales.shape[1] = 3
+        sub.npu_moe_finalize_routing(ROWS, None, None, None, torch.ones(1, 3), SRC_TO_DST, None)
     with pytest.raises(ValueError):
         sub.npu_moe_finalize_routing(ROWS, None, None, None, None, torch.tensor([0, 1, 2], dtype=torch.int32), None, k=2)
     with pytest.raises(ValueError):

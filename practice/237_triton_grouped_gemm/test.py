@@ -11,6 +11,7 @@ if not os.path.exists("/dev/nvidia0"):
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 import submission as sub  # noqa: E402
 from mini_platform.ops.cpu import moe as cpu_moe  # noqa: E402
@@ -107,6 +108,66 @@ def test_blocks_past_num_tokens_post_padded_write_nothing():
     got = grouped_gemm(a, b, ids, block_m=2, num_post=2)
     torch.testing.assert_close(got[:2], a[:2])
     assert torch.isnan(got[2:]).all()
+
+
+def test_last_group_of_m_blocks_only_partly_filled():
+    # 4 used M-blocks (5 in the buffer) and 3 column blocks with GROUP_M = 3: the second group holds only 2 blocks
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(40, 8, generator=g)
+    b = torch.randn(2, 40, 8, generator=g)
+    ids = torch.tensor([[t % 2] for t in range(40)], dtype=torch.int32)
+    got = grouped_gemm(a, b, ids, block_m=16, block_n=16, block_k=16, group_m=3)
+    assert not torch.isnan(got).any(), f"tiles left unwritten at rows {torch.isnan(got).any(1).nonzero().flatten().tolist()}"
+    torch.testing.assert_close(got.double(), reference(a, b, ids), atol=1e-5, rtol=1e-5)
+
+
+def launch(a, b, c, topk_ids, topk_weights):
+    """invoke_fused_moe_kernel on the tensors as given (any strides); c is written in place."""
+    sorted_ids, expert_ids, post = moe.moe_align_block_size(topk_ids.to(DEVICE), 16, b.shape[0])
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1}
+    moe.invoke_fused_moe_kernel(a, b, c, topk_weights.float().contiguous().to(DEVICE), sorted_ids, expert_ids, post,
+                                topk_ids.shape[1], True, config)
+
+
+def test_addresses_use_the_strides():
+    # a: every other column of a wider tensor; b: the first K columns of a wider [E, N, 2K]; c: a column slice
+    a0, b0, ids, weights = random_case(9, 6, 2, 4, 40, 20)
+    a = torch.randn(6, 80, generator=torch.Generator().manual_seed(9)).to(DEVICE)[:, ::2]
+    a.copy_(a0.to(DEVICE))
+    b = torch.zeros(4, 20, 80, device=DEVICE)[:, :, :40]
+    b.copy_(b0.to(DEVICE))
+    wide = torch.full((12, 27), float("nan"), device=DEVICE)
+    c = wide[:, 3:23]
+    assert not (a.is_contiguous() or b.is_contiguous() or c.is_contiguous()), "the test's own premise"
+    launch(a, b, c, ids, weights)
+    torch.testing.assert_close(c.cpu().double(), reference(a0, b0, ids, weights), atol=1e-5, rtol=1e-5,
+                               msg=lambda m: f"strides a {a.stride()}, b {b.stride()}, c {c.stride()}\n{m}")
+    assert torch.isnan(wide[:, :3]).all() and torch.isnan(wide[:, 23:]).all(), "wrote outside c's columns"
+
+
+def test_bf16_inputs_into_an_fp32_output():
+    # the second GEMM of the layer: bf16 activations and weights, an fp32 c; the store is in c's dtype, unrounded
+    a, b, ids, weights = random_case(10, 6, 2, 4, 32, 24, dtype=torch.bfloat16)
+    c = torch.full((12, 24), float("nan"), dtype=torch.float32, device=DEVICE)
+    launch(a.to(DEVICE), b.to(DEVICE), c, ids, weights)
+    torch.testing.assert_close(c.cpu().double(), reference(a, b, ids, weights), atol=1e-5, rtol=1e-5,
+                               msg=lambda m: f"bf16 a and b, fp32 c: rounded to bf16 before the store?\n{m}")
+
+
+def test_the_plain_dot_branch():
+    # DOT_IN_FP32=False is the GPU path for bf16/fp16; launched directly here on fp32 data with three K blocks
+    # (the interpreter's bf16 arithmetic is unreliable; on a GPU this dot may use TF32, hence the tolerance)
+    a, b, ids, weights = random_case(11, 6, 2, 3, 40, 20)
+    sorted_ids, expert_ids, post = moe.moe_align_block_size(ids.to(DEVICE), 16, 3)
+    c = torch.full((12, 20), float("nan"), device=DEVICE)
+    a, b, flat_weights = a.to(DEVICE), b.to(DEVICE), weights.to(DEVICE).contiguous()
+    grid = (triton.cdiv(sorted_ids.shape[0], 16) * triton.cdiv(20, 16),)
+    sub.fused_moe_kernel[grid](a, b, c, flat_weights, sorted_ids, expert_ids, post, 20, 40, sorted_ids.shape[0], 12,
+                               a.stride(0), a.stride(1), b.stride(0), b.stride(1), b.stride(2), c.stride(0), c.stride(1),
+                               TOP_K=2, MUL_ROUTED_WEIGHT=True, DOT_IN_FP32=False,
+                               BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=1)
+    torch.testing.assert_close(c.cpu().double(), reference(a.cpu(), b.cpu(), ids, weights), atol=2e-2, rtol=2e-2,
+                               msg=lambda m: f"DOT_IN_FP32=False, K=40 in BLOCK_K=16 steps\n{m}")
 
 
 def test_bf16_in_and_out():

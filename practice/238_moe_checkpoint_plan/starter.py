@@ -10,5 +10,5 @@ def moe_layout(config: dict) -> dict:
 
 def expert_checkpoint_plan(config: dict, layer: int, owned_experts: list[int] | None = None) -> dict:
     """checkpoint tensor name -> (target "w13" | "w2", local_index, row_start, row_end)."""
-    # TODO: validate the layer and owned_experts; the name prefix and matrix names per architecture
+    # TODO: validate the layer and owned_experts (None = all experts, [] = none); the name prefix and matrix names per architecture
     raise NotImplementedError("expert_checkpoint_plan")

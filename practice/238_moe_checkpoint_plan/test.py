@@ -45,6 +45,22 @@ def test_defaults():
     assert len(sub.expert_checkpoint_plan(mixtral, 0)) == 3 * 8
 
 
+def test_mixtral_ignores_qwen_layer_fields():
+    # Mixtral has every layer sparse; Qwen2-MoE's layer fields in its config change nothing
+    config = {**MIXTRAL, "mlp_only_layers": [1], "decoder_sparse_step": 2}
+    assert sub.moe_layout(config)["sparse_layers"] == [0, 1, 2]
+    assert len(sub.expert_checkpoint_plan(config, 0, owned_experts=[0])) == 3
+
+
+def test_top_k_may_equal_num_experts():
+    assert sub.moe_layout({**QWEN, "num_experts_per_tok": 4})["top_k"] == 4
+    assert sub.moe_layout({**MIXTRAL, "num_experts_per_tok": 4})["top_k"] == 4
+
+
+def test_no_owned_expert_gives_an_empty_plan():
+    assert sub.expert_checkpoint_plan(QWEN, 1, owned_experts=[]) == {}, "[] owns nothing; only None means all experts"
+
+
 def test_qwen_norm_topk_prob_and_no_experts():
     assert sub.moe_layout({**QWEN, "norm_topk_prob": True, "decoder_sparse_step": 1})["renormalize"] is True
     assert sub.moe_layout({**QWEN, "num_experts": 0, "num_experts_per_tok": 0})["sparse_layers"] == []
@@ -55,6 +71,11 @@ def test_qwen_norm_topk_prob_and_no_experts():
     lambda: sub.moe_layout({**QWEN, "num_experts_per_tok": 5}),
     lambda: sub.moe_layout({**MIXTRAL, "num_experts_per_tok": 5}),
     lambda: sub.moe_layout({**QWEN, "decoder_sparse_step": 0}),
+    lambda: sub.moe_layout({**QWEN, "decoder_sparse_step": -2}),
+    lambda: sub.moe_layout({**QWEN, "num_experts": 0}),                # top_k 2 > 0 experts
+    lambda: sub.expert_checkpoint_plan(QWEN, 5),                      # (5 + 1) % 2 == 0, but there are 4 layers
+    lambda: sub.expert_checkpoint_plan(QWEN, -1),
+    lambda: sub.expert_checkpoint_plan(MIXTRAL, 3),
     lambda: sub.expert_checkpoint_plan(QWEN, 3),
     lambda: sub.expert_checkpoint_plan(QWEN, 0),
     lambda: sub.expert_checkpoint_plan(QWEN, 1, owned_experts=[4]),
@@ -70,7 +91,7 @@ def test_bad_input_raises(call):
 def test_random_qwen_configs(seed):
     rng = random.Random(seed)
     layers, step = rng.randint(1, 12), rng.randint(1, 4)
-    dense = sorted(rng.sample(range(layers), rng.randint(0, layers // 2)))
+    dense = rng.sample(range(layers), rng.randint(0, layers // 2))          # in no particular order
     num_experts = rng.randint(2, 16)
     inter, hidden = rng.randint(1, 64), rng.randint(1, 64)
     config = {"architectures": ["Qwen2MoeForCausalLM"], "num_hidden_layers": layers, "hidden_size": hidden,
@@ -79,7 +100,7 @@ def test_random_qwen_configs(seed):
               "shared_expert_intermediate_size": rng.choice([0, 40])}
     expected = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
     layout = sub.moe_layout(config)
-    assert layout["sparse_layers"] == expected
+    assert layout["sparse_layers"] == expected, f"seed={seed}, config={config}"
     assert layout["shared_expert_intermediate_size"] == config["shared_expert_intermediate_size"]
     for layer in expected:
         owned = rng.sample(range(num_experts), rng.randint(1, num_experts))

@@ -34,8 +34,36 @@ def test_bf16_in_bf16_out():
     torch.testing.assert_close(got.float(), EXPECTED)
 
 
+@pytest.mark.parametrize("seed, dtype", [(0, torch.bfloat16), (1, torch.float16)])
+def test_half_inputs_are_multiplied_in_fp32(seed, dtype):
+    # In fp32 and rounded once, every entry is within one unit in the last place of the exact result in x's dtype.
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(10, 48, generator=g).to(dtype)
+    weight = (torch.randn(3, 48, 8, generator=g) / 7).to(dtype)
+    counts = torch.tensor([4, 0, 5])
+    got = sub.grouped_matmul(x, weight, counts, 1)
+    assert got.dtype == dtype
+    exact = torch.zeros(10, 8, dtype=torch.float64)
+    exact[:4] = x[:4].double() @ weight[0].double()
+    exact[4:9] = x[4:9].double() @ weight[2].double()
+    torch.testing.assert_close(got.double(), exact.to(dtype).double(), rtol=torch.finfo(dtype).eps, atol=1e-6,
+                               msg=lambda m: f"seed={seed}, {dtype}, counts [4, 0, 5]: multiplied in fp32?\n{m}")
+
+
+def test_no_rows():
+    for dtype in (torch.float32, torch.bfloat16):
+        got = sub.grouped_matmul(torch.zeros(0, 2, dtype=dtype), W.to(dtype), torch.tensor([0, 0, 0]), 1)
+        assert got.shape == (0, 2) and got.dtype == dtype, f"got {got.dtype} of shape {tuple(got.shape)}"
+    with pytest.raises(ValueError):   # the checks apply with no rows too
+        sub.grouped_matmul(torch.zeros(0, 2), W, torch.tensor([1, 0, 0]), 1)
+
+
 @pytest.mark.parametrize("group_list, group_list_type", [
-    ([1, 0, 2], 2), ([1, 2], 0), ([2, 1, 3], 0), ([1, -1, 2], 1), ([1, 2, 5], 0), ([2, 2, 1], 1),
+    ([1, 0, 2], 2), ([1, 1, 3], -1),                         # not a type
+    ([1, 2], 0), ([1, 1, 2, 3], 0), ([1, 0, 1, 1], 1),       # not E = 3 entries
+    ([2, 1, 3], 0), ([-1, 1, 2], 0),                         # a cumsum that decreases (from start_0 = 0)
+    ([1, -1, 2], 1),                                         # a negative count
+    ([1, 2, 5], 0), ([2, 2, 1], 1),                          # more than M = 4 rows
 ])
 def test_bad_input_raises(group_list, group_list_type):
     with pytest.raises(ValueError):

@@ -72,19 +72,19 @@ def test_an_empty_step_pads_to_a_whole_padding_batch():
 def test_the_step_is_not_modified():
     step = decode_step([(1, 5, 5, [1, 2]), (2, 0, 12, [3])])
     before = copy.deepcopy(step)
-    padded = pad_decode_step(step, 4)
-    assert step == before
-    padded.sample_rows.append(3)
-    assert step.sample_rows == before.sample_rows
+    pad_decode_step(step, 4)
+    assert step == before, "the step given was modified"
 
 
-@pytest.mark.parametrize("query_lens", [[1, 2], [3], [1, 1, 0]])
-def test_only_decode_steps_are_padded(query_lens):
+@pytest.mark.parametrize("size", [8, 3])
+@pytest.mark.parametrize("query_lens", [[1, 2], [3], [1, 1, 0], [2, 0], [0, 2, 1]])
+def test_only_decode_steps_are_padded(query_lens, size):
+    # as many tokens as requests is not enough ([2, 0]); a step that already has `size` requests is checked too
     n = len(query_lens)
     step = StepInput([0] * sum(query_lens), list(range(sum(query_lens))), [-1] * sum(query_lens), [[0]] * n,
                      [q for q in query_lens], list(query_lens), [], max(query_lens))
     with pytest.raises(ValueError):
-        pad_decode_step(step, 8)
+        pad_decode_step(step, size)
 
 
 def test_too_many_requests_raise():
@@ -101,12 +101,13 @@ def test_random_steps(seed):
                  [rng.randrange(0, 60) for _ in range(p // 8 + 1)]) for _ in range(b)]
         step = decode_step(rows)
         size = b + rng.randint(0, 6)
+        case = f"seed={seed}, size={size}, step={step}"     # taken before the call: the step as it was given
         padded = pad_decode_step(step, size)
         pad, width = size - b, len(step.block_tables[0]) if b else 0
-        assert padded.input_ids == step.input_ids + [0] * pad
-        assert padded.positions == step.positions + [0] * pad
-        assert padded.slot_mapping == step.slot_mapping + [-1] * pad
-        assert padded.seq_lens == step.seq_lens + [0] * pad
-        assert padded.query_lens == [1] * size
-        assert padded.block_tables == step.block_tables + [[0] * width] * pad
-        assert padded.sample_rows == step.sample_rows and padded.max_query_len == 1
+        assert padded.input_ids == step.input_ids + [0] * pad, case
+        assert padded.positions == step.positions + [0] * pad, case
+        assert padded.slot_mapping == step.slot_mapping + [-1] * pad, case
+        assert padded.seq_lens == step.seq_lens + [0] * pad, case
+        assert padded.query_lens == [1] * size, case
+        assert padded.block_tables == step.block_tables + [[0] * width] * pad, case
+        assert padded.sample_rows == step.sample_rows and padded.max_query_len == 1, case

@@ -13,6 +13,7 @@ def max_graph_sizes(num_hidden_layers: int, tensor_parallel_size: int = 1, data_
 
 def limit_capture_sizes(sizes: list[int], num_hidden_layers: int, tensor_parallel_size: int = 1,
                         data_parallel_size: int = 1) -> list[int]:
-    # TODO 2: ValueError below 1; unchanged when they fit; only the largest for 1; otherwise sample the largest-first list
-    #         at round(i * step), pinning the first and last index; return ascending
+    # TODO 2: ValueError below 1 (checked first, even for no sizes); unchanged (a new list) when they fit;
+    #         only the largest for 1; otherwise sample the largest-first list at round(i * step),
+    #         pinning the first and last index; return ascending
     raise NotImplementedError("limit_capture_sizes")

@@ -45,6 +45,9 @@ def test_too_many_layers_is_an_error():
         limit_capture_sizes([1, 2, 4], 2000)              # m = 0
     with pytest.raises(ValueError):
         limit_capture_sizes([8], 1800, tensor_parallel_size=2)   # m = floor(1760 / 1801 / 3) = 0
+    with pytest.raises(ValueError):
+        limit_capture_sizes([], 2000)                     # rule 1 comes first: even no sizes at all "fit" nothing
+    assert limit_capture_sizes([], 28) == []              # m = 62 >= 0: nothing to sample
 
 
 def test_one_graph_keeps_the_largest_size():
@@ -80,13 +83,14 @@ def test_random_models(seed):
         sizes = sorted(rng.sample(range(1, 1025), rng.randint(1, 90)))
         g = (tp > 1) + (dp > 1)
         m = math.floor((1800 - 40 * g) / (layers + 1) / (1 + 2 * g))
-        assert max_graph_sizes(layers, tp, dp) == m
+        case = f"seed={seed}: layers={layers}, tensor_parallel_size={tp}, data_parallel_size={dp}"
+        assert max_graph_sizes(layers, tp, dp) == m, case
         if m < 1:
-            with pytest.raises(ValueError):
+            with pytest.raises(ValueError):   # m < 1
                 limit_capture_sizes(sizes, layers, tp, dp)
         else:
             assert limit_capture_sizes(list(sizes), layers, tp, dp) == reference(sizes, layers, tp, dp), \
-                (sizes, layers, tp, dp)
+                f"{case}, sizes={sizes}"
 
 
 def test_one_size_fits_a_budget_of_one():

@@ -18,7 +18,8 @@ class Stream:
         self.capturing: Graph | None = None
 
     def launch(self, kernel: Callable, *args: Any) -> None:
-        # TODO 1: run now when not capturing; otherwise record (Buffers by reference, the rest deep-copied)
+        # TODO 1: run now when not capturing; otherwise record (Buffers by reference, every other argument
+        #         deep-copied at this launch: lists, dicts, tuples, objects alike)
         kernel(*args)
 
 
@@ -37,5 +38,5 @@ class Graph:
         yield
 
     def replay(self) -> None:
-        # TODO 3: refuse before capture; run the recorded launches in order
+        # TODO 3: refuse before capture; run the recorded launches in order (a graph captured empty replays nothing)
         raise NotImplementedError("Graph.replay")

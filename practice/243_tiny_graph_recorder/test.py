@@ -30,6 +30,21 @@ def gather_rows(out, x, rows):             # rows: a host list of lists
         out.data[i] = sum(x.data[j] for j in row)
 
 
+def lookup(out, x, table):               # table: a host dict {output row: input row}
+    for i, j in table.items():
+        out.data[i] = x.data[j]
+
+
+class Picks:                               # a host object holding a list
+    def __init__(self, rows):
+        self.rows = rows
+
+
+def pick(out, x, picks):
+    for i, j in enumerate(picks.rows):
+        out.data[i] = x.data[j]
+
+
 def test_example():
     x, out = Buffer([1, 2, 3]), Buffer([0, 0, 0])
     stream, graph = Stream(), Graph()
@@ -115,6 +130,61 @@ def test_nested_host_values_are_frozen_too():
     assert out.data == [3, 12]
 
 
+def test_an_empty_graph_replays_as_nothing():
+    x = Buffer([1, 2])
+    stream, graph = Stream(), Graph()
+    with graph.capture(stream):
+        pass
+    graph.replay()                         # captured (with no launch): replaying it is allowed and does nothing
+    graph.replay()
+    assert graph.num_nodes == 0 and x.data == [1, 2]
+    with pytest.raises(RuntimeError):      # and it counts as captured
+        with graph.capture(stream):
+            pass
+
+
+@pytest.mark.parametrize("kind", ["dict", "tuple of lists", "object"])
+def test_every_host_value_is_frozen_not_only_lists(kind):
+    x, out = Buffer([10, 20, 30]), Buffer([0, 0])
+    if kind == "dict":
+        kernel, host, change = lookup, {0: 2, 1: 0}, lambda h: h.update({0: 1})
+    elif kind == "tuple of lists":
+        kernel, host, change = gather_rows, ([0, 1], [2]), lambda h: h[1].append(0)
+    else:
+        kernel, host, change = pick, Picks([2, 0]), lambda h: h.rows.reverse()
+    stream, graph = Stream(), Graph()
+    with graph.capture(stream):
+        stream.launch(kernel, out, x, host)
+    change(host)
+    graph.replay()
+    assert out.data == ([30, 10] if kind != "tuple of lists" else [30, 30]), f"a {kind} argument changed after capture"
+
+
+def test_host_values_are_copied_at_launch_not_at_the_end_of_capture():
+    x, out = Buffer([10, 20, 30, 40]), Buffer([0, 0])
+    index = [3, 0]
+    stream, graph = Stream(), Graph()
+    with graph.capture(stream):
+        stream.launch(gather, out, x, index)
+        index[0] = 1                       # still inside the with block, after the launch
+    graph.replay()
+    assert out.data == [40, 10]
+
+
+def test_graphs_captured_one_after_another_on_one_stream_keep_their_own_launches():
+    x, a, b = Buffer([1]), Buffer([0]), Buffer([0])
+    stream, g1, g2 = Stream(), Graph(), Graph()
+    with g1.capture(stream):
+        stream.launch(scale, a, x, 2)
+    with g2.capture(stream):
+        stream.launch(scale, b, x, 3)
+    assert (g1.num_nodes, g2.num_nodes) == (1, 1)
+    g2.replay()
+    assert (a.data, b.data) == ([0], [3])  # g2 replays its own launch only
+    g1.replay()
+    assert (a.data, b.data) == ([2], [3])
+
+
 def test_errors():
     stream = Stream()
     with pytest.raises(RuntimeError):
@@ -160,10 +230,11 @@ def test_random_programs_replay_like_eager_with_frozen_scalars(seed):
     with graph.capture(stream):
         for kernel, o, a, c in program:
             stream.launch(kernel, bufs[o], bufs[a], c if kernel is scale else bufs[c])
-    for _ in range(2):
+    for replay in range(2):
         start = [list(b.data) for b in bufs]
         mirror = [Buffer(list(v)) for v in start]
         for kernel, o, a, c in program:
             kernel(mirror[o], mirror[a], c if kernel is scale else mirror[c])
         graph.replay()
-        assert [b.data for b in bufs] == [m.data for m in mirror]
+        assert [b.data for b in bufs] == [m.data for m in mirror], \
+            f"seed={seed}, replay {replay + 1}, program (kernel, out, a, b or k)={[(k.__name__, o, a, c) for k, o, a, c in program]}"

@@ -39,10 +39,13 @@ def test_no_graphs_means_eager():
     assert dispatch_graph([1], []) is None
 
 
-@pytest.mark.parametrize("bad", [[], [0], [1, 0, 1], [1, -2]])
-def test_bad_steps_raise(bad):
+@pytest.mark.parametrize("sizes", [SIZES, []], ids=["sizes=SIZES", "sizes=[]"])
+@pytest.mark.parametrize("bad", [[], [0], [1, 0, 1], [1, -2], [3, 0], [0, 5, 1], [1] * 20 + [0]],
+                         ids=["[]", "[0]", "[1,0,1]", "[1,-2]", "[3,0]", "[0,5,1]", "[1]*20+[0]"])
+def test_bad_steps_raise(bad, sizes):
+    # checked first: neither a prefill next to it, an empty size list nor a step larger than every graph skips it
     with pytest.raises(ValueError):
-        dispatch_graph(bad, SIZES)
+        dispatch_graph(bad, sizes)
 
 
 def test_inputs_are_not_modified():
@@ -59,7 +62,7 @@ def test_random_steps(seed):
         batch = rng.randint(1, 220)
         decode = [1] * batch
         i = bisect.bisect_left(sizes, batch)
-        assert dispatch_graph(decode, sizes) == (sizes[i] if i < len(sizes) else None), (batch, sizes)
+        assert dispatch_graph(decode, sizes) == (sizes[i] if i < len(sizes) else None), f"seed={seed}: dispatch_graph([1] * {batch}, {sizes})"
         mixed = list(decode)
         mixed[rng.randrange(batch)] = rng.randint(2, 9)
-        assert dispatch_graph(mixed, sizes) is None, (mixed, sizes)
+        assert dispatch_graph(mixed, sizes) is None, f"seed={seed}: dispatch_graph({mixed}, {sizes})"

@@ -133,7 +133,8 @@ def test_captured_arguments_and_workspace_are_passed(npu, monkeypatch):
         assert call["context_lens"].data_ptr() != captured[7].data_ptr()
 
 
-@pytest.mark.parametrize("bad", [lambda m: m.seq_lens[:3], lambda m: m.seq_lens[:8], lambda m: m.seq_lens[:4].view(2, 2)])
+@pytest.mark.parametrize("bad", [lambda m: m.seq_lens[:3], lambda m: m.seq_lens[:8], lambda m: m.seq_lens[:4].view(2, 2),
+                                 lambda m: m.seq_lens[:4].view(4, 1)], ids=["(3,)", "(8,)", "(2, 2)", "(4, 1)"])
 def test_lengths_of_the_wrong_shape_raise_and_touch_nothing(npu, bad):
     model = ToyDecoder([4])
     model.set_step([9, 9, 9, 9])

@@ -40,6 +40,12 @@ def test_fresh_buffers_have_the_stated_shapes_dtypes_and_values():
         assert bool((t == value).all()), name
 
 
+def test_buffers_are_allocated_on_the_given_device():
+    bufs = InputBuffers(6, 3, 5, device="meta")     # a device with no data: only where the tensors live is checked
+    devices = {name: getattr(bufs, name).device.type for name in FIELDS}
+    assert devices == dict.fromkeys(FIELDS, "meta"), devices
+
+
 def test_fill_writes_in_place():
     bufs = InputBuffers(8, 4, 3)
     pointers = {name: getattr(bufs, name).data_ptr() for name in FIELDS}
@@ -71,7 +77,8 @@ def test_metadata_is_views_of_the_first_rows():
         view = getattr(md, field)
         assert view.shape[0] == rows and view.data_ptr() == getattr(bufs, name).data_ptr(), field
     bufs.fill([1], [0], [40], [[7, 7]], [1], [1])
-    assert md.slot_mapping.tolist() == [40, 9, 10] and md.seq_lens.tolist() == [1]   # later fills show through
+    assert md.slot_mapping[0].item() == 40 and md.seq_lens.tolist() == [1]   # later fills show through
+    assert md.block_tables[0, :2].tolist() == [7, 7]
 
 
 def test_query_start_loc_is_the_running_sum_from_zero():
@@ -96,6 +103,18 @@ def test_limits_are_checked_and_named():
         bufs.fill([1] * 3, [0] * 3, [0] * 3, [[1], [2], [3]], [1] * 3, [1] * 3)
     with pytest.raises(ValueError, match="max_blocks_per_seq"):
         bufs.fill([1], [0], [0], [[1, 2, 3, 4]], [1], [1])
+    with pytest.raises(ValueError, match="max_blocks_per_seq"):     # a later row too wide, not the first
+        bufs.fill([1, 1], [0, 0], [0, 1], [[1], [1, 2, 3, 4]], [1, 1], [1, 1])
+    with pytest.raises(ValueError, match="max_num_seqs"):           # requests without tokens are counted too
+        bufs.fill([], [], [], [[1], [2], [3]], [1, 1, 1], [0, 0, 0])
+
+
+def test_the_padded_empty_step_of_a_capture():
+    # what the model runner fills before capturing a graph of 3: an empty step padded by pad_decode_step
+    bufs = InputBuffers(4, 3, 2)
+    bufs.fill([0, 0, 0], [0, 0, 0], [-1, -1, -1], [[], [], []], [0, 0, 0], [1, 1, 1])
+    assert bufs.slot_mapping[:3].tolist() == [-1, -1, -1] and bufs.seq_lens.tolist() == [0, 0, 0]
+    assert bufs.query_start_loc.tolist() == [0, 1, 2, 3] and bufs.block_tables.tolist() == [[0, 0]] * 3
 
 
 def test_an_empty_step():
@@ -117,8 +136,9 @@ def test_random_steps(seed):
         tables = [[rng.randrange(0, 50) for _ in range(rng.randint(0, 5))] for _ in range(b)]
         lens = [rng.randint(q, 80) for q in query]
         bufs.fill(ids, pos, slots, tables, lens, query)
+        case = f"seed={seed}: fill({ids}, {pos}, {slots}, {tables}, {lens}, {query})"
         width = max(len(r) for r in tables)
-        assert bufs.input_ids[:t].tolist() == ids and bufs.positions[:t].tolist() == pos
-        assert bufs.slot_mapping[:t].tolist() == slots and bufs.seq_lens[:b].tolist() == lens
-        assert bufs.query_start_loc[:b + 1].tolist() == [sum(query[:i]) for i in range(b + 1)]
-        assert bufs.block_tables[:b, :width].tolist() == [r + [0] * (width - len(r)) for r in tables]
+        assert bufs.input_ids[:t].tolist() == ids and bufs.positions[:t].tolist() == pos, case
+        assert bufs.slot_mapping[:t].tolist() == slots and bufs.seq_lens[:b].tolist() == lens, case
+        assert bufs.query_start_loc[:b + 1].tolist() == [sum(query[:i]) for i in range(b + 1)], case
+        assert bufs.block_tables[:b, :width].tolist() == [r + [0] * (width - len(r)) for r in tables], case

@@ -41,10 +41,41 @@ def test_fewer_elements_than_ranks():
     assert len(h) == 7 and h[-1] == [[1111, 2222]] * 4
 
 
-@pytest.mark.parametrize("buffers", [[], [[1, 2], [3]]])
+def test_empty_vectors_still_take_every_step():
+    assert sub.ring_all_reduce([[], []]) == [[[], []]] * 3
+
+
+@pytest.mark.parametrize("buffers", [[], [[1, 2], [3]], [[1], [2, 3]], [[1, 2], [3], [4, 5]]])
 def test_bad_input_raises(buffers):
-    with pytest.raises(ValueError):
-        sub.ring_all_reduce(buffers)
+    try:
+        result = sub.ring_all_reduce(buffers)
+    except ValueError:
+        return
+    pytest.fail(f"ring_all_reduce({buffers}) returned {result!r}; expected a ValueError")
+
+
+def step_name(k, n):
+    """What snapshot k of an n-rank ring is."""
+    if k == 0:
+        return "history[0] (the input copy)"
+    phase, s = ("reduce-scatter", k - 1) if k <= n - 1 else ("all-gather", k - n)
+    return f"history[{k}] (after {phase} step s={s})"
+
+
+def assert_history(got, expected, case):
+    """Compare snapshot by snapshot and report only the first step that differs, with the state before it."""
+    n = len(expected[0])
+    assert isinstance(got, list) and len(got) == len(expected), (
+        f"{case}: expected {len(expected)} snapshots (2 (N-1) + 1 for N={n}), got "
+        f"{len(got) if isinstance(got, list) else type(got).__name__}")
+    for k, (mine, want) in enumerate(zip(got, expected)):
+        if mine != want:
+            ranks = [r for r in range(n) if not isinstance(mine, list) or r >= len(mine) or mine[r] != want[r]]
+            r = ranks[0]
+            yours = mine[r] if isinstance(mine, list) and r < len(mine) else mine
+            before = f"\n  rank {r} before it: {expected[k - 1][r]}" if k else ""
+            raise AssertionError(f"{case}: {step_name(k, n)} is the first snapshot that differs, at ranks {ranks}"
+                                 f"{before}\n  rank {r} yours:    {yours}\n  rank {r} expected: {want[r]}")
 
 
 def reference(buffers):
@@ -71,12 +102,13 @@ def test_random_rings_match_the_schedule(seed):
     n = rng.randint(2, 6)
     length = rng.randint(1, 13)
     buffers = [[rng.randint(-50, 50) for _ in range(length)] for _ in range(n)]
+    case = f"seed={seed}, buffers={buffers}"
     h = sub.ring_all_reduce(buffers)
-    assert h == reference(buffers)
+    assert_history(h, reference(buffers), case)
     total = [sum(col) for col in zip(*buffers)]
     assert h[-1] == [total] * n
     size = [length // n + (c < length % n) for c in range(n)]
     for r in range(n):                       # after reduce-scatter rank r owns chunk (r + 1) % n
         c = (r + 1) % n
         start = sum(size[:c])
-        assert h[n - 1][r][start:start + size[c]] == total[start:start + size[c]]
+        assert h[n - 1][r][start:start + size[c]] == total[start:start + size[c]], f"{case}: rank {r}, chunk {c}"

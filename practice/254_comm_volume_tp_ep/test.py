@@ -47,15 +47,27 @@ def test_qwen2_moe_reads_num_experts():
     assert got["all-to-all out + back"] == pytest.approx(24 * 4 * 0.75 * (2 * 4096 + 4))
 
 
+DENSE = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100}
+
+
+def test_tp_needs_no_experts():
+    assert sub.decode_comm_bytes(DENSE, 2, "tp") == pytest.approx(
+        {"embedding all-reduce": 128.0, "logits all-gather (fp32)": 200.0, "attention all-reduce": 256.0,
+         "MLP / experts all-reduce": 256.0})
+
+
 @pytest.mark.parametrize("cfg, n, scheme", [
-    (MIXTRAL, 2, "pp"),
-    (MIXTRAL, 0, "tp"),
-    ({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100}, 2, "ep-alltoall"),
-    ({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100, "num_experts": 0}, 2, "ep-allgather"),
+    (MIXTRAL, 2, "pp"), (MIXTRAL, 1, "pp"),
+    (MIXTRAL, 0, "tp"), (MIXTRAL, -2, "tp"),
+    (DENSE, 2, "ep-alltoall"), (DENSE, 1, "ep-alltoall"),      # one rank: still no experts to place
+    ({**DENSE, "num_experts": 0}, 2, "ep-allgather"),
 ])
 def test_bad_input_raises(cfg, n, scheme):
-    with pytest.raises(ValueError):
-        sub.decode_comm_bytes(cfg, n, scheme)
+    try:
+        result = sub.decode_comm_bytes(cfg, n, scheme)
+    except ValueError:
+        return
+    pytest.fail(f"decode_comm_bytes({cfg}, {n}, {scheme!r}) returned {result!r}; expected a ValueError")
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -67,10 +79,14 @@ def test_random_configs(seed):
     cfg = {"hidden_size": H, "num_hidden_layers": L, "vocab_size": V, "num_local_experts": E,
            "num_experts_per_tok": K}
     r, h = (n - 1) / n, H * b
+    case = f"seed={seed}: config={cfg}, n={n}, elem_bytes={b}"
     common = {"embedding all-reduce": 2 * r * h, "logits all-gather (fp32)": r * V * 4,
               "attention all-reduce": L * 2 * r * h}
-    assert sub.decode_comm_bytes(cfg, n, "tp", b) == pytest.approx({**common, "MLP / experts all-reduce": L * 2 * r * h})
+    assert sub.decode_comm_bytes(cfg, n, "tp", b) == pytest.approx(
+        {**common, "MLP / experts all-reduce": L * 2 * r * h}), f"{case}, scheme 'tp'"
     assert sub.decode_comm_bytes(cfg, n, "ep-alltoall", b) == pytest.approx(
-        {**common, "all-to-all out + back": L * K * r * (2 * h + 4), "slice all-gather": L * r * h})
+        {**common, "all-to-all out + back": L * K * r * (2 * h + 4), "slice all-gather": L * r * h}), (
+        f"{case}, scheme 'ep-alltoall'")
     assert sub.decode_comm_bytes(cfg, n, "ep-allgather", b) == pytest.approx(
-        {**common, "all-gather + reduce-scatter": L * r * (2 * h + 8 * K), "slice all-gather": L * r * h})
+        {**common, "all-gather + reduce-scatter": L * r * (2 * h + 8 * K), "slice all-gather": L * r * h}), (
+        f"{case}, scheme 'ep-allgather'")

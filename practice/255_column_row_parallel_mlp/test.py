@@ -54,14 +54,33 @@ def test_bias_added_once():
 def test_bf16_inputs_are_computed_in_fp32():
     torch.manual_seed(4)
     x, gate, up, down = (torch.randn(*s).bfloat16() for s in ((5, 16), (32, 16), (32, 16), (16, 32)))
-    got = sub.tensor_parallel_mlp(x, gate, up, down, 2)
-    assert got.dtype == torch.float32
-    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down), atol=1e-4, rtol=1e-4)
+    bias = torch.randn(16)                                 # fp32: added as it is
+    part = sub.rank_partial(x, *sub.shard_gated_mlp(gate, up, down, 2, 1))
+    assert part.dtype == torch.float32, f"rank_partial on bf16 inputs returned {part.dtype}, expected torch.float32"
+    got = sub.tensor_parallel_mlp(x, gate, up, down, 2, down_bias=bias)
+    assert got.dtype == torch.float32, f"tensor_parallel_mlp on bf16 inputs returned {got.dtype}"
+    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down, bias), atol=1e-4, rtol=1e-4)
+
+
+def test_fp64_inputs_still_give_fp32():
+    torch.manual_seed(5)
+    x, gate, up, down = (torch.randn(*s, dtype=torch.float64) for s in ((2, 4), (4, 4), (4, 4), (4, 4)))
+    part = sub.rank_partial(x, *sub.shard_gated_mlp(gate, up, down, 2, 0))
+    assert part.dtype == torch.float32, f"rank_partial on fp64 inputs returned {part.dtype}, expected torch.float32"
+    got = sub.tensor_parallel_mlp(x, gate, up, down, 2, down_bias=torch.randn(4, dtype=torch.float64))
+    assert got.dtype == torch.float32, f"tensor_parallel_mlp on fp64 inputs and bias returned {got.dtype}"
+    got = sub.tensor_parallel_mlp(x.float(), gate.float(), up.float(), down.float(), 2,
+                                  down_bias=torch.randn(4, dtype=torch.float64))
+    assert got.dtype == torch.float32, f"an fp64 bias on fp32 inputs turned the result into {got.dtype}"
 
 
 def test_indivisible_intermediate_raises():
-    with pytest.raises(ValueError):
-        sub.shard_gated_mlp(torch.zeros(6, 2), torch.zeros(6, 2), torch.zeros(2, 6), 4, 0)
+    try:
+        result = sub.shard_gated_mlp(torch.zeros(6, 2), torch.zeros(6, 2), torch.zeros(2, 6), 4, 0)
+    except ValueError:
+        return
+    pytest.fail(f"shard_gated_mlp with I=6, tp_size=4 returned shapes {[tuple(t.shape) for t in result]}; "
+                "expected a ValueError")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -72,5 +91,7 @@ def test_random_shapes(seed):
     x, gate, up, down = (torch.randn(*s, generator=g) for s in ((T, H), (I, H), (I, H), (H, I)))
     bias = torch.randn(H, generator=g) if seed % 2 else None
     got = sub.tensor_parallel_mlp(x, gate, up, down, tp, down_bias=bias)
-    assert got.shape == (T, H) and got.dtype == torch.float32
-    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down, bias), atol=1e-4, rtol=1e-4)
+    case = f"seed={seed}: tp_size={tp}, T={T}, H={H}, I={I}, bias={'yes' if bias is not None else 'no'}"
+    assert got.shape == (T, H) and got.dtype == torch.float32, f"{case}: got {tuple(got.shape)} {got.dtype}"
+    torch.testing.assert_close(got.double(), unsplit(x, gate, up, down, bias), atol=1e-4, rtol=1e-4,
+                               msg=lambda m: f"{case}\n{m}")

@@ -28,15 +28,28 @@ def test_exactly_one_block():
     assert sub.kv_cache_plan(1, 1, 1, 1, 2, 4, dtype_bytes=1)["num_blocks"] == 1
 
 
+GOOD = (2, 4, 8, 1, 4, 10_000, 2)        # num_layers, num_kv_heads, head_dim, tp_size, block_size, budget, dtype_bytes
+
+
+def with_arg(position, value):
+    args = list(GOOD)
+    args[position] = value
+    return tuple(args)
+
+
 @pytest.mark.parametrize("args", [
-    (0, 8, 128, 2, 16, 2**30), (32, 8, 128, 0, 16, 2**30), (32, 8, 128, 2, 0, 2**30), (32, 8, 128, 2, 16, 0),
+    *(with_arg(i, v) for i in range(7) for v in (0, -1)),   # every argument, zero or negative (tp_size 1 too)
+    (2, 4, -8, 2, 4, 10_000, -2),   # two negatives whose product would look like a fine block
     (32, 6, 128, 4, 16, 2**30),     # 6 KV heads over 4 ranks
     (32, 3, 128, 4, 16, 2**30),     # 4 ranks over 3 KV heads
     (32, 8, 128, 2, 16, 1000),      # not even one block
 ])
 def test_bad_input_raises(args):
-    with pytest.raises(ValueError):
-        sub.kv_cache_plan(*args)
+    try:
+        result = sub.kv_cache_plan(*args)
+    except ValueError:
+        return
+    pytest.fail(f"kv_cache_plan{args} returned {result!r}; expected a ValueError")
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -50,4 +63,5 @@ def test_random_plans(seed):
     budget = block * rng.randint(1, 500) + rng.randint(0, block - 1)
     got = sub.kv_cache_plan(layers, kv, head_dim, tp, bs, budget, b)
     assert got == {"kv_heads_per_rank": heads, "block_bytes": block, "num_blocks": budget // block,
-                   "tokens": budget // block * bs, "replication": pytest.approx(max(1.0, tp / kv))}
+                   "tokens": budget // block * bs, "replication": pytest.approx(max(1.0, tp / kv))}, (
+        f"seed={seed}: kv_cache_plan{(layers, kv, head_dim, tp, bs, budget, b)}")

@@ -25,9 +25,16 @@ def test_inputs_are_not_modified():
     assert out.tolist() == [[1.0], [2.0]] and order.tolist() == [1, 0] and w.tolist() == [[0.5, 0.25]]
 
 
-def test_no_tokens():
-    got = sub.ep_combine(torch.zeros(0, 3), torch.zeros(0, dtype=torch.int64), torch.zeros(0, 2))
-    assert got.shape == (0, 3)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_no_tokens(dtype):
+    got = sub.ep_combine(torch.zeros(0, 3, dtype=dtype), torch.zeros(0, dtype=torch.int64), torch.zeros(0, 2))
+    assert (tuple(got.shape), got.dtype) == ((0, 3), dtype)
+
+
+def test_fp16_in_fp16_out():
+    got = sub.ep_combine(torch.tensor([[2.0], [6.0]], dtype=torch.float16), torch.tensor([1, 0]),
+                         torch.tensor([[0.5, 0.25]]))
+    assert got.dtype == torch.float16 and got.tolist() == [[3.5]], (got.dtype, got.tolist())   # 0.5 * 6 + 0.25 * 2
 
 
 def test_bf16_in_bf16_out_summed_in_fp32():
@@ -50,13 +57,29 @@ def test_weights_are_applied_in_fp32():
     (5, [0, 1, 2, 3, 4]),    # one pair too many
 ])
 def test_bad_shapes_raise(rows, order):
-    with pytest.raises(ValueError):
-        sub.ep_combine(torch.ones(rows, 2), torch.tensor(order), torch.full((2, 2), 0.5))
+    raises(torch.ones(rows, 2), torch.tensor(order), torch.full((2, 2), 0.5))
 
 
-def test_expert_out_must_be_2d():
-    with pytest.raises(ValueError):
-        sub.ep_combine(torch.ones(4), torch.arange(4), torch.full((2, 2), 0.5))
+def raises(expert_out, order, topk_weights):
+    try:
+        result = sub.ep_combine(expert_out, order, topk_weights)
+    except ValueError:
+        return
+    pytest.fail(f"ep_combine(expert_out {tuple(expert_out.shape)}, order {tuple(order.shape)}, topk_weights "
+                f"{tuple(topk_weights.shape)}) returned {tuple(result.shape)}; expected a ValueError")
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, 2, 1)])
+def test_expert_out_must_be_2d(shape):
+    raises(torch.ones(shape), torch.arange(4), torch.full((2, 2), 0.5))
+
+
+def test_order_must_be_1d():
+    raises(torch.ones(4, 2), torch.arange(4).reshape(2, 2), torch.full((2, 2), 0.5))
+
+
+def test_no_tokens_still_checks_the_shapes():
+    raises(torch.ones(2, 3), torch.arange(2), torch.zeros(0, 2))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -69,5 +92,6 @@ def test_random_dispatch_and_combine(seed):
     rng.shuffle(order)
     got = sub.ep_combine(outputs[order], torch.tensor(order), weights)
     expected = (outputs.reshape(T, K, H) * weights.unsqueeze(-1)).sum(1)
-    assert got.shape == (T, H)
-    torch.testing.assert_close(got, expected)
+    case = f"seed={seed}: T={T}, K={K}, H={H}, order={order}"
+    assert got.shape == (T, H), f"{case}: shape {tuple(got.shape)}"
+    torch.testing.assert_close(got, expected, msg=lambda m: f"{case}\n{m}")

@@ -34,7 +34,8 @@ def devices(site, monkeypatch):
 
 @pytest.fixture
 def lumen(devices):
-    return resolve_obj_by_qualname(PLATFORM)
+    """The platform as the engine sees it: an instance (``current_platform``)."""
+    return resolve_obj_by_qualname(PLATFORM)()
 
 
 def test_example_selected_by_name(devices):
@@ -58,6 +59,15 @@ def test_without_a_device_it_is_not_chosen_and_cannot_be_selected(devices, monke
         platforms.resolve_current_platform_cls_qualname({"MINI_PLATFORM": "lumen"})
 
 
+def test_forcing_it_in_the_environment_without_a_device_raises(devices, monkeypatch):
+    monkeypatch.setenv("LUMEN_DEVICE_ROOT", str(harness.fake_device_root("lumen_ctl")))
+    monkeypatch.setenv("MINI_PLATFORM", "lumen")  # in os.environ, where a detector could read it
+    with pytest.raises(PlatformResolutionError):
+        platform = platforms.current_platform
+        pytest.fail(f"MINI_PLATFORM=lumen in os.environ, no lumen<N> node under LUMEN_DEVICE_ROOT, "
+                    f"yet current_platform is {platform!r}: the selection is no device")
+
+
 @pytest.mark.parametrize("attribute, expected", [
     ("device_name", "lumen"), ("device_type", "cpu"), ("dispatch_key", "PrivateUse1"), ("dist_backend", "gloo"),
     ("device_control_env_var", "LUMEN_VISIBLE_DEVICES"), ("ray_device_key", "LUMEN"), ("kernel_backend", "lumen"),
@@ -67,7 +77,7 @@ def test_identity(lumen, attribute, expected):
 
 
 def test_it_is_out_of_tree(lumen):
-    assert lumen().is_out_of_tree() and not lumen().is_cpu()
+    assert lumen.is_out_of_tree() and not lumen.is_cpu()
 
 
 @pytest.mark.parametrize("block_size", [32, 64, 128])
@@ -75,7 +85,7 @@ def test_accepted_block_sizes(lumen, block_size):
     lumen.check_and_update_config(SimpleNamespace(block_size=block_size))
 
 
-@pytest.mark.parametrize("block_size", [16, 48, 96, 256])
+@pytest.mark.parametrize("block_size", [0, 16, 48, 96, 256])
 def test_rejected_block_sizes(lumen, block_size):
     with pytest.raises(ValueError, match="block_size"):
         lumen.check_and_update_config(SimpleNamespace(block_size=block_size))

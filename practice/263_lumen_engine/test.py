@@ -105,14 +105,28 @@ def test_attention_uses_its_backend_and_the_decode_kernel_for_decodes(lumen, tmp
             tensor.zero_()
     attention = LumenAttention(caches, backend=spy)
     i32 = lambda values: torch.tensor(values, dtype=torch.int32)  # noqa: E731
-    # A prompt of 3 tokens, then one decode step of the same request, in layer 1.
-    steps = [AttentionMetadata(i32([32, 33, 34]), i32([[1, 0]]), i32([0, 3]), i32([3]), 3),
-             AttentionMetadata(i32([35]), i32([[1, 0]]), i32([0, 1]), i32([4]), 1)]
-    for md in steps:
+    # In layer 1: a prompt of 3 tokens; one decode step of the same request; then a decode step of that request
+    # and a new one-token prompt followed by a padding row (slot -1): max_query_len 1, but 3 rows for 2 requests.
+    steps = [
+        ("a prompt of 3 tokens", AttentionMetadata(i32([32, 33, 34]), i32([[1, 0]]), i32([0, 3]), i32([3]), 3),
+         ["reshape_and_cache", "paged_attention"]),
+        ("a decode step of 1 request", AttentionMetadata(i32([35]), i32([[1, 0]]), i32([0, 1]), i32([4]), 1),
+         ["reshape_and_cache", "paged_decode_attention"]),
+        ("max_query_len 1 with a padding row: 3 rows for 2 requests",
+         AttentionMetadata(i32([36, 64, -1]), i32([[1, 0], [2, 0]]), i32([0, 1, 2]), i32([5, 1]), 1),
+         ["reshape_and_cache", "paged_attention"]),
+    ]
+    for what, md, expected in steps:
+        CALLS.clear()
         n = md.slot_mapping.shape[0]
         attention.metadata = md
-        out = attention(1, torch.randn(n, 4, 16, generator=g), torch.randn(n, 2, 16, generator=g),
-                        torch.randn(n, 2, 16, generator=g))
-        assert out.shape == (n, 4, 16)
-    assert CALLS == ["reshape_and_cache", "paged_attention", "reshape_and_cache", "paged_decode_attention"]
-    assert caches[1][0].abs().sum() > 0 and caches[0][0].abs().sum() == 0  # layer 1's cache, not layer 0's
+        q, k, v = torch.randn(n, 4, 16, generator=g), torch.randn(n, 2, 16, generator=g), torch.randn(n, 2, 16, generator=g)
+        try:
+            out = attention(1, q, k, v)
+        except ValueError as exc:  # a kernel refused its arguments: say which kernels were called
+            raise AssertionError(f"{what}: a kernel raised ValueError: {exc}; kernels called {CALLS}, "
+                                 f"expected {expected}") from exc
+        assert CALLS == expected, f"{what}: the kernels called on backend=self.backend, in order"
+        assert out.shape == (n, 4, 16), f"{what}: output shape"
+    assert caches[1][0].abs().sum() > 0 and caches[0][0].abs().sum() == 0, \
+        "attention(1, ...) must write layer 1's caches (kv_caches[1]) and leave layer 0's untouched"

@@ -1,8 +1,11 @@
 """Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-263).
 
 :func:`install` does for a pure-Python project what ``pip install --no-deps --target SITE`` does with
-its wheel: it copies the project's packages into ``SITE`` and writes ``<name>-<version>.dist-info/``
-with ``METADATA`` and ``entry_points.txt`` from ``pyproject.toml``. Nothing is built, nothing is
+its wheel: it puts the project's packages into ``SITE`` and writes ``<name>-<version>.dist-info/``
+with ``METADATA`` and ``entry_points.txt`` from ``pyproject.toml``. Each module is installed as a
+link to the project's file (a copy where links cannot be made), so that a traceback's real path is
+the learner's own file: the judge shows those frames as the learner's, and :func:`source_paths` turns
+the paths another process printed into them. Nothing is built, nothing is
 downloaded, and the learner's environment is never touched: the site directory lives in a temporary
 folder and is put on ``sys.path`` only by whoever uses it.
 """
@@ -12,6 +15,7 @@ import atexit
 import functools
 import importlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -83,7 +87,10 @@ def install(project: str | os.PathLike) -> Path:
         target = site / package.replace(".", "/")
         target.mkdir(parents=True, exist_ok=True)
         for module in source.glob("*.py"):
-            shutil.copyfile(module, target / module.name)
+            try:
+                os.symlink(module.resolve(), target / module.name)
+            except OSError:   # e.g. Windows without the privilege: tracebacks then name the copy
+                shutil.copyfile(module, target / module.name)
     name, version = meta["name"], meta["version"]
     dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     dist_info.mkdir()
@@ -96,6 +103,15 @@ def install(project: str | os.PathLike) -> Path:
         lines.append("")
     (dist_info / "entry_points.txt").write_text("\n".join(lines))
     return site
+
+
+def source_paths(text: str) -> str:
+    """``text`` (a traceback printed by a process that ran an installed site) with the path of each
+    installed module replaced by the project file it was installed from."""
+    def real(match: re.Match) -> str:
+        path = match.group(1)
+        return f'File "{os.path.realpath(path)}"' if SITE_PREFIX in path else match.group(0)
+    return re.sub(r'File "([^"]+)"', real, text)
 
 
 def activate(site: Path) -> None:

@@ -177,10 +177,12 @@ def choose(selected: list[Exercise], progress: Progress, lang: str) -> list[dict
 
 
 def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, memory_mb: int = MEMORY_MB,
-        chapters: list[int] | None = None, on_progress: Callable[[str], None] = lambda text: None) -> dict:
+        chapters: list[int] | None = None, on_progress: Callable[[str], None] = lambda text: None,
+        cache: Path | None = None) -> dict:
     """Run engine_run.py isolated: every exercise of ``every`` has its parts counted, the learner's
     files of ``choices`` (source "yours") are swapped in; only the runs that serve ``chapters`` (all for
-    None). ``on_progress`` gets a line per engine run as the child starts it. Returns the child's report
+    None); runs found in the ``cache`` folder are read back (engine_cache.py; None: no cache). ``on_progress``
+    gets a line per engine run as the child starts it. Returns the child's report
     plus the process facts: ``process`` = {"reason", "returncode", "elapsed", "stderr"}."""
     mine = {c["exercise"]: c for c in choices if c["source"] == "yours"}
     parts = [{"exercise": e.id, "chapter": e.chapter, "paths": list(e.engine),
@@ -193,7 +195,8 @@ def run(choices: list[dict], every: list[Exercise], timeout: float = TIMEOUT, me
                TOKENIZERS_PARALLELISM="false", TRITON_INTERPRET="1")
     with tempfile.TemporaryDirectory(prefix="mini-engine-spec-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"parts": parts, "chapters": chapters}), encoding="utf-8")
+        spec.write_text(json.dumps({"parts": parts, "chapters": chapters,
+                                    "cache": str(cache) if cache else None}), encoding="utf-8")
         child = sandbox.run_child(ENGINE_RUN, [str(spec)], env, timeout, memory_mb, on_progress)
     report = child["verdicts"][0] if child["verdicts"] else {"stage": "start"}
     report["process"] = {"reason": child["reason"], "returncode": child["returncode"],
@@ -257,6 +260,7 @@ def summarize(choices: list[dict], report: dict, lang: str, timeout: float, memo
         "status": status, "equal": status == "equal", "stage": report.get("stage"), "parts": rows,
         "not_exercised": sorted({r["part"] for r in rows if r["result"] == "not_exercised"}),
         "difference": report.get("difference"), "culprit": None, "runs": report.get("runs", 0),
+        "cached_runs": report.get("cached_runs", 0),
         "stats": {arch: m.get("stats") for arch, m in (report.get("reference") or {}).get("models", {}).items()},
         "wall_time": process["elapsed"], "timeout": timeout, "memory_limit_mb": memory_mb,
         "process_stderr": process["stderr"] if status in ("timeout", "crashed") else "",

@@ -7,7 +7,10 @@ file and the sha256 of the content that was judged, and the chapters whose runs 
 
     {"parts": [{"exercise": 194, "chapter": 2, "paths": ["mini_platform.ops.cpu.layernorm.rms_norm", ...],
                 "file": "/.../workspace/194_rms_norm.py" or null, "sha256": "..." or null}],
-     "chapters": [6] or null}
+     "chapters": [6] or null, "cache": "/path/to/the/cache" or null}
+
+Checkpoints, transformers' tokens and every engine run are cached by content (engine_cache.py): a run whose
+inputs (the package source, the run, the learner's files in play) are unchanged is read back, not run.
 
 The standard load is RUNS: tiny checkpoints (a Llama, a Mixtral, a Qwen2-MoE, written with fixed seeds
 to a temporary folder by mini_platform.model.tiny), each engine given five requests through
@@ -34,10 +37,10 @@ The result (rewritten after each stage, so that a crash or a time-out still tell
 
     {"stage": "done", "parts": {id: {"loaded": bool, "error": str}}, "reference": RUN, "assembled": RUN,
      "equal": bool, "reference_equal": bool, "difference": DIFF or null, "culprit": {...} or null,
-     "runs": int, "run_names": [name, ...]}
+     "runs": int, "run_names": [name, ...], "cached_runs": int}
 
-RUN = {"counts": {path: calls}, "models": {name: {"equal", "difference", "stats", "steps", "called"}}} (``called``: the
-paths called in that run);
+RUN = {"counts": {path: calls}, "models": {name: {"equal", "difference", "stats", "steps", "called", "cached"}}}
+(``called``: the paths called in that run; ``cached``: read from the cache);
 DIFF = {"model", "step", "request", "expected", "got", "same_tokens"} or {"model", "exception", "where"}
 (``same_tokens`` with ``expected_stats``/``got_stats`` when only the statistics differ).
 """
@@ -59,7 +62,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import sandbox
+from . import engine_cache, sandbox
 
 SEEDS = {"llama": 0, "mixtral": 1, "qwen2_moe": 2}
 VOCAB = 257                      # mini_platform.model.tiny's vocabulary
@@ -136,44 +139,67 @@ def standard_prompts() -> list[list[int]]:
 # Checkpoints and what transformers generates
 
 
-def prepare_model(arch: str, folder: str) -> dict:
-    """Write the tiny checkpoint; return its path, the requests and the greedy tokens transformers
-    generates for the greedy rows (the stop row cut after its stop token)."""
-    import torch
-    import transformers
+def prepare_model(arch: str, folder: str, cache: engine_cache.Cache | None = None) -> dict:
+    """Write the tiny checkpoint (or find it in ``cache``); return its path, its cache key, the requests
+    and the greedy tokens transformers generates for the greedy rows (the stop row cut after its stop token)."""
+    import mini_platform.model
     from mini_platform import SamplingParams
-    from mini_platform.model import make_tiny_checkpoint
 
-    transformers.utils.logging.disable_progress_bar()
-    path = make_tiny_checkpoint(Path(folder) / arch, arch=arch, seed=SEEDS[arch])
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager").eval()
-    model.generation_config.eos_token_id = None        # else generate fills in the config's EOS
-    config = transformers.GenerationConfig(max_new_tokens=MAX_TOKENS, do_sample=False, eos_token_id=None,
-                                           pad_token_id=0)
-    prompts, rows, expected = standard_prompts(), [], {}
+    prompts = standard_prompts()
+    key = engine_cache.digest("checkpoint", arch, SEEDS[arch], prompts, MAX_TOKENS, SAMPLED_ROW,
+                              engine_cache.tree_digest(Path(mini_platform.model.__file__).parent),
+                              engine_cache.versions())
+    cache = cache or engine_cache.Cache(None)
+    path = cache.checkpoint(key)
+    if path is not None:
+        generated = json.loads((path / "generated.json").read_text(encoding="utf-8"))
+    else:
+        built, generated = _generate(arch, prompts, Path(folder))
+        path = cache.store_checkpoint(key, built, generated)
+    rows, expected = [], {}
     for i, prompt in enumerate(prompts):
         if i == SAMPLED_ROW:
             rows.append((prompt, SamplingParams(temperature=0.8, top_k=40, top_p=0.9, max_tokens=MAX_TOKENS,
                                                 seed=1234, ignore_eos=True)))
             continue
-        ids = torch.tensor([prompt])
-        with torch.no_grad():
-            tokens = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
-        tokens = tokens[0, len(prompt):].tolist()
-        stop = []
+        tokens, stop = generated[str(i)], []
         if i == STOP_ROW:
             stop = [tokens[2]]
             tokens = tokens[:tokens.index(stop[0]) + 1]
         rows.append((prompt, SamplingParams(temperature=0, max_tokens=MAX_TOKENS, stop_token_ids=stop,
                                             ignore_eos=True)))
         expected[str(i)] = tokens
-    return {"path": str(path), "rows": rows, "expected": expected}
+    return {"path": str(path), "key": key, "rows": rows, "expected": expected}
 
 
-def prepare_runs(runs: tuple[Run, ...], folder: str) -> dict[str, dict]:
+def _generate(arch: str, prompts: list[list[int]], folder: Path) -> tuple[Path, dict[str, list[int]]]:
+    """The tiny checkpoint written under ``folder`` and transformers' greedy tokens for every greedy row."""
+    import torch
+    import transformers
+    from mini_platform.model import make_tiny_checkpoint
+
+    transformers.utils.logging.disable_progress_bar()
+    path = make_tiny_checkpoint(folder / arch, arch=arch, seed=SEEDS[arch])
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager").eval()
+    model.generation_config.eos_token_id = None        # else generate fills in the config's EOS
+    config = transformers.GenerationConfig(max_new_tokens=MAX_TOKENS, do_sample=False, eos_token_id=None,
+                                           pad_token_id=0)
+    generated = {}
+    for i, prompt in enumerate(prompts):
+        if i == SAMPLED_ROW:
+            continue
+        ids = torch.tensor([prompt])
+        with torch.no_grad():
+            tokens = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
+        generated[str(i)] = tokens[0, len(prompt):].tolist()
+    return Path(path), generated
+
+
+def prepare_runs(runs: tuple[Run, ...], folder: str, cache: engine_cache.Cache | None = None) -> dict[str, dict]:
     """Each run's model entry: its checkpoint's path and requests, its options, and the greedy tokens
-    transformers generates (computed once per checkpoint), cut where the run's context ends."""
-    checkpoints = {arch: prepare_model(arch, folder) for arch in dict.fromkeys(r.checkpoint for r in runs)}
+    transformers generates (computed once per checkpoint, or read from ``cache``), cut where the run's
+    context ends."""
+    checkpoints = {arch: prepare_model(arch, folder, cache) for arch in dict.fromkeys(r.checkpoint for r in runs)}
     models = {}
     for run in runs:
         base = checkpoints[run.checkpoint]
@@ -453,7 +479,8 @@ def first_difference(arch: str, run: dict, expected: dict, reference: dict | Non
 
 def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], learner_files: set[str],
                reference: dict | None, learner: dict[int, dict] | None = None,
-               progress: Callable[[str], None] = lambda name: None) -> dict:
+               progress: Callable[[str], None] = lambda name: None,
+               cache: engine_cache.Cache | None = None, base_key: str = "") -> dict:
     """Every model (from :func:`prepare_runs`) with the engine's parts ``reference_objects`` at their paths,
     except that the learner's parts (``learner``: exercise -> {"chapter", "objects": {path: obj}, "file",
     "sha256", "paths"}) stand in for them in the runs that serve their chapter (``Run.chapters``: a chapter-4
@@ -461,28 +488,44 @@ def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], 
     per path, and per model whether the outputs of the requests in ``expected[name]`` equal it and, given
     ``reference`` (the all-reference engine's run), whether every step and the statistics equal its too: an
     exact part changes neither, so a part that schedules, preempts or caches differently is caught even when
-    the tokens come out the same."""
+    the tokens come out the same. A run whose key (``base_key``, the run, the learner's files in play) is in
+    ``cache`` is read from it instead of run (``"cached": True``)."""
+    cache = cache or engine_cache.Cache(None)
     counts = {path: 0 for path in reference_objects}
     result = {"counts": counts, "models": {}}
     for name, model in models.items():
-        progress(name)
         run = model["run"]
         mine = [part for part in (learner or {}).values() if part["chapter"] in run.chapters]
-        objects = dict(reference_objects)
-        for part in mine:
-            objects.update(part["objects"])
         files = [{key: part[key] for key in ("exercise", "file", "sha256", "paths")} for part in mine]
-        before = dict(counts)
-        with installed(objects, counts), environment(run), worker_parts(run, objects, files, counts):
-            outcome = run_model(model, learner_files)
-        called = sorted(path for path in counts if counts[path] > before[path])
+        # Only the parts the all-reference engine called in this run can change it: the others are not in the key.
+        called = set(reference["models"][name]["called"]) if reference is not None else set()
+        key = engine_cache.digest("run", base_key, model["key"], run.name, run.options, sorted(run.chapters),
+                                  run.emulated_npu, run.env, [(f["exercise"], f["paths"], f["sha256"]) for f in files
+                                                              if called & set(f["paths"])])
+        placeholders = {str(f["exercise"]): f["file"] for f in files}
+        outcome = cache.run(key, placeholders)
+        cached = outcome is not None
+        if not cached:
+            progress(name)
+            objects = dict(reference_objects)
+            for part in mine:
+                objects.update(part["objects"])
+            before = dict(counts)
+            with installed(objects, counts), environment(run), worker_parts(run, objects, files, counts):
+                outcome = run_model(model, learner_files)
+            outcome["calls"] = {path: counts[path] - before[path] for path in counts if counts[path] > before[path]}
+            cache.store_run(key, outcome, placeholders)
+        else:
+            progress(f"{name} (cached)")
+            for path, calls in outcome["calls"].items():
+                counts[path] = counts.get(path, 0) + calls
         equal = "error" not in outcome and all(outcome["outputs"].get(r) == t for r, t in expected[name].items())
         if equal and reference is not None:
             same = reference["models"][name]
             equal = outcome["steps"] == same["steps"] and outcome["stats"] == same["stats"]
         result["models"][name] = {
             "equal": equal, "steps": outcome["steps"], "outputs": outcome.get("outputs"),
-            "stats": outcome.get("stats"), "called": called,
+            "stats": outcome.get("stats"), "called": sorted(outcome["calls"]), "cached": cached,
             "difference": None if equal else first_difference(
                 name, outcome, expected[name], reference["models"][name] if reference else None)}
     result["equal"] = all(m["equal"] for m in result["models"].values())
@@ -491,6 +534,19 @@ def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], 
 
 def first_model_difference(run: dict) -> dict | None:
     return next((m["difference"] for m in run["models"].values() if not m["equal"]), None)
+
+
+def source_key(paths: list[str]) -> str:
+    """What every run's result depends on besides the run itself: the source of the mini_platform package and
+    of this module, the versions, the counted part paths, and the environment variables the engine reads."""
+    import mini_platform
+
+    environment = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MINI_PLATFORM_", "TRITON_"))
+                         and k not in ("MINI_PLATFORM_PRACTICE_DIR", "MINI_PLATFORM_LANG", "MINI_PLATFORM_JUDGE_CACHE",
+                                                 sandbox.RUN_MARKER))
+    return engine_cache.digest(engine_cache.tree_digest(Path(mini_platform.__file__).parent),
+                               hashlib.sha256(Path(__file__).read_bytes()).hexdigest(), engine_cache.versions(),
+                               paths, environment, MAX_STEPS)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -551,15 +607,21 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
     save("transformers")
     # In the folder the sandbox gave this child (its working directory): removed even after a kill.
     sys.path.insert(0, str(write_plugin_site(Path(os.getcwd()) / "plugin_site")))
-    models = prepare_runs(runs, os.getcwd())
+    cache = engine_cache.Cache(spec.get("cache"))
+    models = prepare_runs(runs, os.getcwd(), cache)
     expected = {name: dict(model["expected"]) for name, model in models.items()}
+    base_key = source_key(sorted(reference_objects))
 
     def stage_progress(stage: str) -> Callable[[str], None]:
         return lambda name: sandbox.progress(f"{stage} {name}")
 
+    def engines(*args, **kwargs) -> dict:
+        found = run_engine(*args, **kwargs, cache=cache, base_key=base_key)
+        report["cached_runs"] = report.get("cached_runs", 0) + sum(m["cached"] for m in found["models"].values())
+        return found
+
     save("reference")
-    reference = run_engine(models, expected, reference_objects, learner_files, None,
-                           progress=stage_progress("reference"))
+    reference = engines(models, expected, reference_objects, learner_files, None, progress=stage_progress("reference"))
     report["runs"] += 1
     report["reference"] = reference
     report["reference_equal"] = reference["equal"]
@@ -582,8 +644,8 @@ def main(result_file: str, memory_mb: str, spec_file: str) -> None:
                        for i in ids)
 
         touched = [name for name in names if touches(name)]
-        run = run_engine({name: models[name] for name in touched}, expected, reference_objects, learner_files,
-                         reference, {i: learner[i] for i in sorted(ids)}, stage_progress(stage))
+        run = engines({name: models[name] for name in touched}, expected, reference_objects, learner_files,
+                      reference, {i: learner[i] for i in sorted(ids)}, stage_progress(stage))
         run["models"] = {name: run["models"].get(name) or {**reference["models"][name], "difference": None}
                          for name in names}
         return run

@@ -31,6 +31,28 @@ Two more parts, checked by ``judge.py check``:
   the statement allows (a different order of work, another error message, another helper).
 - ``hints.md``: progressive hints, sections ``## 1``, ``## 2``, ... each in Chinese, then a paragraph
   starting ``**English:**`` with the same hint in English.
+
+A project exercise (the capstone, 260-263) judges a folder rather than one file: its starter and
+solution define only ``PROJECT = "<folder, relative to the repository root>"`` (read with
+:func:`project_of`), the test installs that folder, and the judge's messages and ``judge.py solution``
+point at the folder, not at the one-line file.
+
+Tests and the learner's next step: a failed test shows its parameters and the failing case (see
+judge_core's module docstring), so every randomized or generated case must be rebuildable from what
+the verdict shows. The convention for test.py:
+
+- draw from fixed seeds (``random.Random(seed)``, ``torch.Generator().manual_seed(seed)``), the seed
+  a ``@pytest.mark.parametrize`` parameter where there are several (shown as ``seed = 3``);
+- before the assertions, keep a local ``repro`` that rebuilds the inputs the learner's function gets:
+  a dict of name -> value (``repro = {"tree": tree}``; shown as ``tree = {...}`` lines that paste into
+  Python; tensors of up to 256 elements as ``torch.tensor([...], dtype=...)``), or, for inputs too big
+  to print, a one-line recipe string built from the same numbers the test used
+  (``repro = f"g = torch.Generator().manual_seed({seed}); x = torch.randn({n}, {d}, generator=g)"``),
+  or a list of lines for a stateful test, the calls made so far (``repro = [f"pool = BlockPool({n})"]``,
+  then ``repro.append(f"pool.allocate({k})")`` before each call). A loop over cases updates it before each case. Name it ``repro`` and nothing else by that name;
+  ``# noqa: F841`` keeps linters quiet about the unused local;
+- where a test checks a sequence of steps, compare the whole history with ``==`` (the verdict then
+  names the first step that differs) or assert step by step with the step in the message.
 """
 from __future__ import annotations
 
@@ -176,6 +198,21 @@ def parse_hints(text: str, source: str = "hints.md") -> list[dict]:
                                 f"{source}: hint {number} needs Chinese text and a paragraph starting **English:**")
         hints.append({"zh": body[:english.start()].strip(), "en": body[english.end():].strip()})
     return hints
+
+
+def project_of(path: Path) -> str | None:
+    """The ``PROJECT = "..."`` folder a project exercise's file names (see the module docstring), read
+    without importing it; None for an ordinary exercise file or one that does not parse."""
+    try:
+        with _PARSING:
+            tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PROJECT"] \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
 
 
 def mistake(path: Path, prefix: str = MISTAKE_PREFIX) -> str:

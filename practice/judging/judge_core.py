@@ -24,8 +24,10 @@ imported, and returns a JSON-serialisable verdict (``SCHEMA_VERSION`` = 2):
          "details": str,                  # frames in test.py/submission.py: "file:line in func" + source
          "stdout": str,                   # what the test printed (stdout and stderr together)
          "duration": float,               # seconds
-         "compare": dict | None},         # a failed comparison's whole values, see _compare_data
-      ],
+         "compare": dict | None,          # a failed comparison's whole values, see _compare_data
+         "case": str,                     # failed/error: the case that failed, "" otherwise, see below
+         "raised_in": str},               # error: "yours" (submission.py or a file beside it), "test"
+      ],                                  #   (test.py's own line), "library" (one the test called), ""
       "counts": {"passed": int, "failed": int, "error": int, "skipped": int, "total": int},
       "output": str,        # printed outside any test (e.g. at import time of the submission)
       "output_truncated": bool,  # more than OUTPUT_LIMIT bytes were printed; the rest was dropped
@@ -54,7 +56,26 @@ Statuses produced here (the CLI adds ``timeout``, ``crashed`` and, from the proc
 A failed ``assert a <op> b`` in test.py, or a failed ``torch.testing.assert_close``, also leaves
 ``compare``: the two values whole (up to COMPARE_LIMIT characters each), or for tensors their shape,
 dtype and the first index where they differ, read through the tensors' own methods (torch is never
-imported here). Standard input is empty: ``input()`` raises EOFError in the CLI and in the browser.
+imported here). A comparison that held (the assert failed through ``not``, ``and`` or ``or``)
+leaves none; a subset or superset check (``<=``/``>=`` of sets) names the elements that break it;
+two long lists, tuples or dicts compared with ``==`` also say where they first differ (``first``:
+the index path and both values there; ``item``: the top-level element that differs, when the whole
+values are long, so a step-by-step history says which step first differs).
+
+The failing case (``case``): how to rebuild the inputs of a failed test, so that the learner can call
+their function on them. It lists a parametrized test's parameters (``seed = 3``) and then, by
+convention, the test's ``repro`` local (the innermost test.py frame that has one, read after the
+failure): a dict of name -> value, shown as ``name = value`` lines that paste into Python (a small
+tensor as ``torch.tensor([...], dtype=...)``), a string shown as it is (a one-line recipe for
+inputs too large to print, e.g. ``g = torch.Generator().manual_seed(3); x = torch.randn(4, 8, generator=g)``),
+or a list of such lines (the calls a stateful test has made so far, appended as it makes them).
+See practice/judging/exercises.py for the convention exercise tests follow.
+
+Frames: the details list the frames in test.py and submission.py and in the learner's other files
+(files whose real path lies in the folder of the file submitted, e.g. a project installed by a test
+harness as links to its files; not installed packages), innermost last, and for an exception raised
+inside a library, the frame that raised it (``torch/functional.py:12 in f``, relative to its
+sys.path entry). Standard input is empty: ``input()`` raises EOFError in the CLI and in the browser.
 
 Precedence when several apply: interrupted, output_limit, memory_limit, then the per-test result.
 
@@ -67,7 +88,11 @@ The CLI also checks that the verdict it reads is consistent with the test file (
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import io
+import marshal
+import operator
 import os
 import pprint
 import shutil
@@ -75,6 +100,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from pathlib import Path
 
 import pytest
@@ -85,6 +111,9 @@ STATUSES = ("accepted", "wrong_answer", "error", "syntax_error", "import_error",
 OUTPUT_LIMIT = 1 << 20      # bytes printed per run before the rest is dropped (output_limit)
 TEXT_LIMIT = 8000           # characters kept per message/details/stdout field
 COMPARE_LIMIT = 4000        # characters kept of each value of a failed comparison
+TENSOR_LITERAL_LIMIT = 256  # elements of a tensor in a failing case printed as torch.tensor([...])
+LONG_VALUE = 15             # lines of a compared value above which the first differing element is shown
+_JUDGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _SUBMISSION, _TEST = "submission", "test"
 # python_files names the test file alone: pytest rewrites the assertions of every module matching it,
 # and a wider pattern would rewrite (slowly, uncached) each module torch imports during the tests.
@@ -141,19 +170,96 @@ class _CappedBytes(io.RawIOBase):
         return "".join(pieces)
 
 
-def _frames(excinfo_tb, run_dir: str) -> str:
-    """The traceback frames that lie in the run directory (test.py / submission.py) with their source."""
+def _owner(filename: str, run_dir: str, learner_dir: str) -> str:
+    """Whose file a frame is in: "test", "submission", "learner" (beside the submitted file) or "library"."""
+    if filename.startswith("<"):   # <frozen importlib._bootstrap>, <string>: never the learner's
+        return "library"
+    path = os.path.abspath(filename)
+    for owner in (_TEST, _SUBMISSION):
+        if path == os.path.join(run_dir, owner + ".py"):
+            return owner
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    if learner_dir and real.startswith(learner_dir + os.sep) and "site-packages" not in parts \
+            and "dist-packages" not in parts and not real.startswith(_JUDGE_DIR + os.sep):
+        return "learner"
+    return "library"
+
+
+def _library_path(filename: str) -> str:
+    """A library file relative to the sys.path entry it was imported from (no machine's paths)."""
+    path = os.path.abspath(filename)
+    roots = [os.path.abspath(p) for p in sys.path if p and path.startswith(os.path.abspath(p) + os.sep)]
+    return os.path.relpath(path, max(roots, key=len)) if roots else os.path.basename(path)
+
+
+def _frames(excinfo_tb, run_dir: str, learner_dir: str = "", library: bool = False) -> str:
+    """The traceback frames in test.py, submission.py and the learner's other files, with their source;
+    with ``library``, also the innermost frame when a library raised."""
     entries: list[list] = []   # [text, repeats]; identical consecutive frames (recursion) folded
-    for frame in traceback.extract_tb(excinfo_tb):
-        if os.path.dirname(os.path.abspath(frame.filename)) == run_dir:
-            text = f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
-            text += f"\n    {frame.line}" if frame.line else ""
-            if entries and entries[-1][0] == text:
-                entries[-1][1] += 1
-            else:
-                entries.append([text, 0])
+    frames = traceback.extract_tb(excinfo_tb)
+    for frame in frames:
+        owner = _owner(frame.filename, run_dir, learner_dir)
+        if owner == "library" and not (library and frame is frames[-1] and os.path.isfile(frame.filename)):
+            continue
+        name = os.path.basename(frame.filename) if owner in ("test", "submission") else \
+            os.path.realpath(frame.filename) if owner == "learner" else _library_path(frame.filename)
+        text = f"{name}:{frame.lineno} in {frame.name}"
+        text += f"\n    {frame.line}" if frame.line else ""
+        if entries and entries[-1][0] == text:
+            entries[-1][1] += 1
+        else:
+            entries.append([text, 0])
     lines = [text + (f"\n    [the frame above repeated {n} more times]" if n else "") for text, n in entries]
     return "\n".join(lines[-20:])
+
+
+def _raised_in(excinfo_tb, run_dir: str, learner_dir: str) -> str:
+    """ "yours", "test" or "library" (see the verdict schema); "" without frames of this run."""
+    owners = [_owner(frame.filename, run_dir, learner_dir) for frame in traceback.extract_tb(excinfo_tb)]
+    own = [o for o in owners if o != "library"]
+    if not own:
+        return ""
+    if own[-1] != "test":
+        return "yours"
+    return "test" if owners[-1] == "test" else "library"
+
+
+def _literal(value) -> str:
+    """``value`` as Python source that rebuilds it, where it can: small tensors as torch.tensor(...)."""
+    if _is_tensor(value):
+        dtype = str(value.dtype)
+        if value.numel() <= TENSOR_LITERAL_LIMIT:
+            return f"torch.tensor({value.detach().cpu().tolist()!r}, dtype={dtype})"
+        return f"<tensor of shape {tuple(value.shape)}, {dtype}: too large to print, rebuild it from the seed>"
+    try:   # as built: a dict's order may be what the case is about
+        text = pprint.pformat(value, width=88, compact=True, sort_dicts=False)
+    except Exception:  # noqa: BLE001 - a broken __repr__ in the submission
+        return _shown(value)
+    return _clip(text, COMPARE_LIMIT)
+
+
+def _case(item, excinfo_tb, run_dir: str) -> str:
+    """The failing case: a parametrized test's parameters, then the test's ``repro`` (module docstring)."""
+    lines = []
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    for name, value in params.items():
+        lines.append(f"{name} = {_literal(value)}")
+    repro = None
+    for frame, _ in traceback.walk_tb(excinfo_tb):
+        if os.path.abspath(frame.f_code.co_filename) == os.path.join(run_dir, _TEST + ".py") \
+                and "repro" in frame.f_locals:
+            repro = frame.f_locals["repro"]   # the innermost one wins
+    if isinstance(repro, dict):
+        for name, value in repro.items():
+            line = f"{name} = {_literal(value)}"
+            if line not in lines:
+                lines.append(line.replace("\n", "\n" + " " * (len(str(name)) + 3)))
+    elif isinstance(repro, (list, tuple)) and all(isinstance(line, str) for line in repro):
+        lines.extend(repro)   # lines of code, e.g. the calls a stateful test made so far
+    elif repro is not None:
+        lines.append(str(repro))
+    return _clip("\n".join(lines), COMPARE_LIMIT)
 
 
 def _describe(exc: BaseException) -> str:
@@ -217,14 +323,68 @@ def _tensor_compare(actual, expected, rtol=None, atol=None, equal_nan=False) -> 
     return data
 
 
-def _compare_data(op: str, left, right) -> dict:
-    """What a failed ``left <op> right`` shows: both values whole (clipped), or tensor summaries."""
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b}
+
+
+def _held(op: str, left, right) -> bool:
+    try:
+        return bool(_OPS[op](left, right))
+    except Exception:  # noqa: BLE001 - e.g. an elementwise tensor comparison: it did not hold
+        return False
+
+
+def _index_path(path: tuple) -> str:
+    return "".join(f"[{p!r}]" for p in path)
+
+
+def _first_difference(actual, expected, path=()):
+    """(index path, actual there, expected there) of the first place two nested lists/tuples/dicts
+    differ: an element that differs, or the container whose length or keys do; None if not found."""
+    try:
+        if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+            for i, (a, e) in enumerate(zip(actual, expected)):
+                if a != e:
+                    return _first_difference(a, e, path + (i,)) or (path + (i,), a, e)
+            return (path, actual, expected) if len(actual) != len(expected) else None
+        if isinstance(actual, dict) and isinstance(expected, dict):
+            if actual.keys() != expected.keys():
+                return path, actual, expected
+            for key in expected:
+                if actual[key] != expected[key]:
+                    return _first_difference(actual[key], expected[key], path + (key,)) \
+                        or (path + (key,), actual[key], expected[key])
+    except Exception:  # noqa: BLE001 - elements that cannot be compared plainly
+        return None
+    return None
+
+
+def _compare_data(op: str, left, right) -> dict | None:
+    """What a failed ``left <op> right`` shows: both values whole (clipped), or tensor summaries; None
+    when the comparison held (the assert failed elsewhere: ``not``, ``and``, ``or``)."""
     if _is_tensor(left) and _is_tensor(right):
         return {**_tensor_compare(left, right), "op": op}
+    if _held(op, left, right):
+        return None
     kind = "text" if isinstance(left, str) and isinstance(right, str) else "values"
     if kind == "text":
         return {"kind": kind, "op": op, "left": _clip(left, COMPARE_LIMIT), "right": _clip(right, COMPARE_LIMIT)}
-    return {"kind": kind, "op": op, "left": _shown(left), "right": _shown(right)}
+    data = {"kind": kind, "op": op, "left": _shown(left), "right": _shown(right)}
+    sets = isinstance(left, (set, frozenset, type({}.keys()))) and isinstance(right, (set, frozenset, type({}.keys())))
+    if sets and op in ("<=", "<", ">=", ">"):
+        extra = set(left) - set(right) if op in ("<=", "<") else set(right) - set(left)
+        data["breaking"] = _shown(sorted(extra, key=repr))   # elements of the subset side not in the other
+    elif op == "==" and (first := _first_difference(left, right)):
+        path, actual, expected = first
+        sequences = isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple))
+        data["first"] = {"path": _index_path(path), "actual": _shown(actual), "expected": _shown(expected),
+                         "lengths": [len(actual), len(expected)] if sequences else None,
+                         "keys": isinstance(actual, dict) and isinstance(expected, dict)}
+        if path and max(data["left"].count("\n"), data["right"].count("\n")) >= LONG_VALUE:
+            data["item"] = {"path": _index_path(path[:1]), "actual": _shown(left[path[0]]),
+                            "expected": _shown(right[path[0]]), "count": [len(left), len(right)]}
+    return data
 
 
 def _assert_close_data(tb) -> dict | None:
@@ -245,8 +405,10 @@ def _assert_close_data(tb) -> dict | None:
 class _Collector:
     """pytest plugin: records each test's outcome, message, traceback and printed output."""
 
-    def __init__(self, run_dir: str, sink: _CappedBytes, stream: io.TextIOWrapper) -> None:
+    def __init__(self, run_dir: str, sink: _CappedBytes, stream: io.TextIOWrapper, learner_dir: str = "",
+                 on_test_start=None) -> None:
         self.run_dir, self.sink, self.stream = run_dir, sink, stream
+        self.learner_dir, self.on_test_start = learner_dir, on_test_start
         self.tests: list[dict] = []
         self.spans: list[tuple[int, int]] = []   # byte ranges of the sink printed inside tests
         self.collect_error: BaseException | None = None
@@ -258,8 +420,10 @@ class _Collector:
         self.stream.flush()
         start = len(self.sink.data)
         self.current = {"name": item.name, "outcome": "passed", "message": "", "details": "",
-                        "stdout": "", "duration": 0.0, "compare": None}
+                        "stdout": "", "duration": 0.0, "compare": None, "case": "", "raised_in": ""}
         self.compared = None
+        if self.on_test_start is not None:
+            self.on_test_start(item.name)   # a crash that kills the process still knows which test ran
         try:
             return (yield)
         except BaseException as exc:   # KeyboardInterrupt (the browser's stop) ends the session here
@@ -290,7 +454,13 @@ class _Collector:
         failed = call.when == "call" and isinstance(exc, (AssertionError, pytest.fail.Exception))
         test["outcome"] = "failed" if failed else "error"
         test["message"] = _clip(call.excinfo.exconly()) if failed else _describe(exc)
-        test["details"] = _clip(_frames(call.excinfo.tb, self.run_dir))
+        test["details"] = _clip(_frames(call.excinfo.tb, self.run_dir, self.learner_dir, library=not failed))
+        try:
+            test["case"] = _case(item, call.excinfo.tb, self.run_dir)
+            if not failed:
+                test["raised_in"] = _raised_in(call.excinfo.tb, self.run_dir, self.learner_dir)
+        except Exception:  # noqa: BLE001 - a repro whose repr fails: the rest of the report stands
+            pass
         if isinstance(exc, AssertionError):
             try:
                 test["compare"] = _assert_close_data(call.excinfo.tb) or self.compared
@@ -364,12 +534,60 @@ def _purge(run_dir: str) -> None:
         sys.path.remove(run_dir)
 
 
+# pytest rewrites the test file's assertions on every import, which for a long test file costs more than
+# running its tests; its own pyc cache cannot help, as every run has a fresh directory. So the rewritten code
+# is kept by the sha256 of the test file (in memory, and in ``rewrite_cache`` when given) and written where
+# pytest looks for its pyc, before the submission is imported (nothing the submission does can shape it).
+_REWRITTEN: dict[str, bytes] = {}
+
+
+def _place_rewritten_test(test_path: str, rewrite_cache: str | None) -> str | None:
+    """Write pytest's pyc of the rewritten ``test_path``; returns its path relative to the run directory, or
+    None when pytest's internals are not as expected (then pytest rewrites the file itself)."""
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, get_cache_dir, rewrite_asserts
+    except ImportError:
+        return None
+    source = Path(test_path).read_bytes()
+    key = hashlib.sha256(source + PYC_TAIL.encode() + importlib.util.MAGIC_NUMBER).hexdigest()
+    stored = Path(rewrite_cache, key + ".code") if rewrite_cache else None
+    data = _REWRITTEN.get(key)
+    if data is None and stored is not None and stored.is_file():
+        data = stored.read_bytes()
+    if data is None:
+        import ast
+
+        tree = ast.parse(source, filename=test_path)
+        rewrite_asserts(tree, source, test_path, None)
+        data = marshal.dumps(compile(tree, test_path, "exec", dont_inherit=True))
+        if stored is not None:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.with_suffix(f".{os.getpid()}").write_bytes(data)
+            os.replace(stored.with_suffix(f".{os.getpid()}"), stored)
+    _REWRITTEN[key] = data
+    code = _renamed(marshal.loads(data), test_path)   # tracebacks name this run's file
+    stat = os.stat(test_path)
+    pyc = get_cache_dir(Path(test_path)) / (Path(test_path).name[:-3] + PYC_TAIL)
+    pyc.parent.mkdir(parents=True, exist_ok=True)
+    pyc.write_bytes(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                    + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+    return str(pyc)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
-              workdir: str | os.PathLike) -> dict:
-    """Run ``test_file`` against ``submission_file`` in a fresh directory under ``workdir``.
+              workdir: str | os.PathLike, rewrite_cache: str | None = None, on_test_start=None) -> dict:
+    """Run ``test_file`` against ``submission_file`` in a fresh directory under ``workdir`` (the test file's
+    rewritten assertions kept in ``rewrite_cache``, a folder, across processes).
 
     Returns the verdict described at the top of this module. Never raises for anything the
     submission does (short of killing the interpreter); a missing input file raises FileNotFoundError.
+    ``on_test_start(name)``, when given, is called as each test starts (the CLI's child reports it, so
+    that a crash that kills the process can still say which test was running).
     """
     started = time.perf_counter()
     for path in (test_file, submission_file):
@@ -380,11 +598,19 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     shutil.copyfile(test_file, os.path.join(run_dir, _TEST + ".py"))
     shutil.copyfile(submission_file, os.path.join(run_dir, _SUBMISSION + ".py"))
     Path(run_dir, "pytest.ini").write_text(_PYTEST_INI)
-    judge_files = {name: Path(run_dir, name).read_bytes() for name in (_TEST + ".py", "pytest.ini")}
+    judge_names = [_TEST + ".py", "pytest.ini"]
+    try:
+        pyc = _place_rewritten_test(os.path.join(run_dir, _TEST + ".py"), rewrite_cache)
+    except Exception:   # noqa: BLE001 - only a shortcut: pytest rewrites (and reports a syntax error) itself
+        pyc = None
+    if pyc is not None and pyc.startswith(run_dir + os.sep):
+        judge_names.append(os.path.relpath(pyc, run_dir))
+    judge_files = {name: Path(run_dir, name).read_bytes() for name in judge_names}
 
     sink = _CappedBytes(OUTPUT_LIMIT)
     stream = io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace", write_through=True)
-    collector = _Collector(run_dir, sink, stream)
+    learner_dir = os.path.dirname(os.path.realpath(submission_file))
+    collector = _Collector(run_dir, sink, stream, learner_dir, on_test_start)
     pytest_log = io.StringIO()   # pytest's own reporting; shown only when pytest itself fails
     saved_cwd, saved_out, saved_err, saved_bytecode = os.getcwd(), sys.stdout, sys.stderr, sys.dont_write_bytecode
     saved_in = sys.stdin
@@ -448,7 +674,8 @@ def _verdict(collector: _Collector, problem: BaseException | None, where: str, e
         if isinstance(problem, SyntaxError) and problem.lineno:
             verdict["details"] = f"{os.path.basename(problem.filename or '')}:{problem.lineno}\n    {(problem.text or '').rstrip()}"
         else:
-            verdict["details"] = _clip(_frames(problem.__traceback__, collector.run_dir))
+            verdict["details"] = _clip(_frames(problem.__traceback__, collector.run_dir, collector.learner_dir,
+                                               library=not isinstance(problem, AssertionError)))
 
     if collector.interrupted or isinstance(problem, KeyboardInterrupt):
         status = "interrupted"

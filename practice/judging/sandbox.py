@@ -20,8 +20,11 @@ runs any module of this package under the same isolation (the engine run of engi
 Statuses: those of judge_core plus ``timeout`` (the time limit passed) and ``crashed`` (the process
 died or exited before reporting: a signal such as SIGSEGV, or an exit). The verdict gains: exit_code
 (the child's), wall_time, timeout, memory_limit_mb, process_output / process_stderr (what the child
-wrote to its real stdout/stderr, capped: a faulthandler report after a crash or a timeout). For
-timeout and crashed, ``details`` names the submission's frames where it was ("submission.py:12 in f").
+wrote to its real stdout/stderr, capped, the child's temporary paths removed: a faulthandler report
+after a crash or a timeout). For timeout and crashed, ``details`` names the submission's frames where
+it was ("submission.py:12 in f"), ``running`` the test that had started last (the child reports each
+test as it starts) and ``triton_interpreter`` whether Triton kernels ran in its interpreter (where an
+out-of-bounds load or store corrupts memory instead of faulting, see render.py).
 """
 from __future__ import annotations
 
@@ -95,9 +98,10 @@ def write_result(result_file: str, token: str, verdicts: list[dict]) -> None:
     os.replace(result_file + ".tmp", result_file)
 
 
-def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
+def child_main(result_file: str, memory_mb: str, jobs: str, rewrite_cache: str = "") -> None:
     """Runs in the isolated child: judge each ``[test_file, submission_file]`` pair of the JSON list
-    ``jobs`` in turn, writing the verdicts so far after each."""
+    ``jobs`` in turn, writing the verdicts so far after each (the test files' rewritten assertions kept in
+    the folder ``rewrite_cache``)."""
     token = child_prologue(int(memory_mb))
     sys.argv = ["submission.py"]
     from . import judge_core
@@ -106,7 +110,8 @@ def child_main(result_file: str, memory_mb: str, jobs: str) -> None:
     for test_file, submission_file in json.loads(jobs):
         started = time.monotonic()
         try:
-            verdict = judge_core.run_tests(test_file, submission_file, os.path.join(os.getcwd(), "work"))
+            verdict = judge_core.run_tests(test_file, submission_file, os.path.join(os.getcwd(), "work"),
+                                           rewrite_cache or None, on_test_start=lambda name: progress("test " + name))
         except BaseException as exc:  # noqa: BLE001 - report anything, never a pass
             verdict = bare_verdict("memory_limit" if isinstance(exc, MemoryError) else "error",
                                    f"judge_core failed: {type(exc).__name__}: {exc}")
@@ -131,6 +136,16 @@ def _set_limits(memory_mb: int) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # Running judgements
+
+
+def cache_folder(kind: str) -> Path:
+    """Where the judge keeps what it computed by content (kind: "tests", "engine"):
+    ``$MINI_PLATFORM_JUDGE_CACHE/kind``, else ``$XDG_CACHE_HOME/mini-platform/judge/kind`` (``~/.cache/...``)."""
+    chosen = os.environ.get("MINI_PLATFORM_JUDGE_CACHE")
+    if chosen:
+        return Path(chosen) / kind
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mini-platform" / "judge" / kind
 
 
 def memory_limit_mb(exercise: Exercise) -> int:
@@ -249,9 +264,14 @@ def run_child(module: str, args: list[str], env: dict, budget: float, memory_mb:
         # A result written in time counts even if the deadline passed while the child was exiting;
         # one written later (a child that ignored SIGTERM and finished in the grace period) does not.
         verdicts = read_result(result_file, token) if reason is None or reported_in_time else None
+
+    def shown(data: bytearray) -> str:   # the child's temporary folders are nobody's business
+        text = data.decode("utf-8", "replace")
+        for folder in {tmp, os.path.realpath(tmp)}:
+            text = re.sub(re.escape(folder) + r"/(work/run-[^/\s]+/)?", "", text)
+        return text
     return {"verdicts": verdicts or [], "reason": reason, "returncode": proc.returncode,
-            "elapsed": time.monotonic() - started, "stdout": out[:KEEP].decode("utf-8", "replace"),
-            "stderr": err[-KEEP:].decode("utf-8", "replace")}
+            "elapsed": time.monotonic() - started, "stdout": shown(out[:KEEP]), "stderr": shown(err[-KEEP:])}
 
 
 def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float, memory_mb: int,
@@ -260,6 +280,7 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
     stderr = run["stderr"]
     if verdict is None:
         verdict = _process_verdict(run["reason"], run["returncode"], stderr, timeout, lang)
+        verdict.update(running=run.get("running", ""), triton_interpreter=bool(run.get("triton_interpreter")))
     elif why := _implausible(verdict, exercise):
         verdict = bare_verdict("error", _tr(lang, f"子进程报告的结果与测试文件对不上（{why}），不算数：提交的代码改动了评测程序吗？",
                                             f"the verdict the child reported does not fit the test file ({why}); "
@@ -273,7 +294,13 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
 
 def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int) -> dict:
     pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
-    return run_child(__name__, [json.dumps(pairs)], child_env([e for e, _ in jobs]), timeout * len(jobs), memory_mb)
+    started: list[str] = []   # "test NAME" as each test starts
+    env = child_env([e for e, _ in jobs])
+    run = run_child(__name__, [json.dumps(pairs), str(cache_folder("tests"))], env, timeout * len(jobs), memory_mb,
+                    started.append)
+    run.update(running=started[-1][5:] if started else "", triton_interpreter=env.get("TRITON_INTERPRET") == "1"
+               and any("triton" in exercise.requires for exercise, _ in jobs))
+    return run
 
 
 def run_isolated(exercise: Exercise, file: Path, timeout: float, memory_mb: int, lang: str = "zh") -> dict:

@@ -13,14 +13,20 @@ emulated torch_npu op (a device kernel) is recorded as one opaque *task* with it
 and its host-side inputs frozen: the ATB kernels compute their tiling on the host from, e.g.,
 ``context_lens``, so a replay reuses the lengths seen at capture unless the task is updated.
 
-What the emulation models, one thread and no real streams:
+What the emulation models, one thread and no real queues (a stream is a handle; ``stream(s)`` makes it current):
 
-- ``replay()`` launches the graph: it runs until a captured ``ExternalEvent.wait`` whose event is not
-  recorded yet, and the rest runs when the host records that event (after updating the task it guards);
+- ``replay()`` launches the graph on the current stream: it runs until a captured ``ExternalEvent.wait`` whose
+  event is not recorded yet, and the rest runs when the host records that event (after updating the task it
+  guards);
 - a task update re-issues the kernel call between ``graph_task_update_begin``/``_end``: the call is not
   run, it replaces the task group's work, host inputs frozen anew;
 - ``synchronize()`` raises if a replay still waits on an event nobody recorded (on the device it would
   never finish).
+
+What would hang or go wrong on the device raises at once (RuntimeError): a kernel issued while a task update is
+open on another stream than the current one (it is not part of the update); an event recorded on a stream whose
+task update is still open (the record would be part of the update, never run); an event recorded on the stream
+that launched the replay waiting for it (the record queues behind that replay, which waits forever).
 
 Emulation note: verified against an emulation of torch_npu semantics; not run on Ascend hardware here.
 """
@@ -48,18 +54,28 @@ class Stream:
 
 
 _default_stream = Stream()
+_current_stream = _default_stream
 _blocked: dict[NPUGraph, int] = {}       # replays waiting on an event -> index of the waiting node
+_launched_on: dict[NPUGraph, Stream] = {}  # the stream each waiting replay was launched on
 _update: list | None = None              # tasks issued between graph_task_update_begin and _end
 _update_handle: TaskGroup | None = None
+_update_stream: Stream | None = None
 
 
 def current_stream(device: Any = None) -> Stream:
-    return _default_stream
+    return _current_stream
 
 
 @contextlib.contextmanager
 def stream(stream: Stream | None) -> Iterator[None]:
-    yield
+    global _current_stream
+    previous = _current_stream
+    if stream is not None:
+        _current_stream = stream
+    try:
+        yield
+    finally:
+        _current_stream = previous
 
 
 def synchronize(device: Any = None) -> None:
@@ -105,6 +121,10 @@ def device_kernel(name: str, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def launch(*args: Any, **kwargs: Any) -> Any:
         if _update is not None:
+            if _current_stream is not _update_stream:
+                raise RuntimeError(f"{name} was issued on another stream than the open task update's: it is not "
+                                   "part of the update (on the device it would queue behind the waiting graph). "
+                                   "Issue it inside torch_npu.npu.stream(update_stream)")
             _update.append(_Task(name, fn, args, kwargs, run_now=False))
             return None
         if not is_capturing():
@@ -146,24 +166,26 @@ def graph_task_group_end(stream: Stream) -> TaskGroup:
 
 
 def graph_task_update_begin(stream: Stream, handle: TaskGroup) -> None:
-    global _update, _update_handle
+    global _update, _update_handle, _update_stream
     if _update is not None:
         raise RuntimeError("graph_task_update_begin while another task update is open")
     if not isinstance(handle, TaskGroup):
         raise TypeError(f"handle must come from graph_task_group_end, got {type(handle).__name__}")
-    _update, _update_handle = [], handle
+    _update, _update_handle, _update_stream = [], handle, stream
 
 
 def graph_task_update_end(stream: Stream) -> None:
-    global _update, _update_handle
+    global _update, _update_handle, _update_stream
     if _update is None:
         raise RuntimeError("graph_task_update_end without graph_task_update_begin")
+    if stream is not _update_stream:
+        raise RuntimeError("graph_task_update_end on another stream than its graph_task_update_begin")
     if not _update:
         raise RuntimeError("graph_task_update_end: no kernel was issued since graph_task_update_begin")
     old_tasks = [node for node in _update_handle.nodes if isinstance(node, _Task)]
     for old, new in zip(old_tasks, _update):  # a re-issued kernel writes where the captured one wrote
         new.outputs = old.outputs
-    _update_handle.nodes, _update, _update_handle = _update, None, None
+    _update_handle.nodes, _update, _update_handle, _update_stream = _update, None, None, None
 
 
 class ExternalEvent:
@@ -185,10 +207,17 @@ class ExternalEvent:
             self.recorded = False
 
     def record(self, stream: Stream | None = None) -> None:
+        stream = _current_stream if stream is None else stream
+        if _update is not None and stream is _update_stream:
+            raise RuntimeError("ExternalEvent.record inside graph_task_update_begin/_end: the record would become "
+                               "part of the task update and never run. Call graph_task_update_end first")
+        waiting = [(g, index) for g, index in _blocked.items() if g.nodes[index].event is self]
+        if any(_launched_on[g] is stream for g, _ in waiting):
+            raise RuntimeError("ExternalEvent recorded on the stream that launched the graph waiting for it: the "
+                               "record queues behind that graph, which waits forever. Record it on the update stream")
         self.recorded = True
-        for g, index in list(_blocked.items()):
-            if g.nodes[index].event is self:
-                g._run_from(index)
+        for g, index in waiting:
+            g._run_from(index)
 
 
 class _EventWait:
@@ -216,6 +245,7 @@ class NPUGraph(Graph):
     def replay(self) -> None:
         if self in _blocked:
             raise RuntimeError("NPUGraph replayed while its previous replay still waits on an ExternalEvent")
+        _launched_on[self] = _current_stream
         self._run_from(0)
 
     def _run_from(self, index: int) -> None:
@@ -227,6 +257,7 @@ class NPUGraph(Graph):
                     _blocked[self] = i
                     return
                 node.run()
+        _launched_on.pop(self, None)
 
 
 class graph:  # noqa: N801  (torch_npu's name)
@@ -245,10 +276,12 @@ class graph:  # noqa: N801  (torch_npu's name)
 
 def reset_process_state() -> None:
     """A fresh process: no replay waiting, no task update or group open."""
-    global _update, _update_handle
+    global _update, _update_handle, _update_stream, _current_stream
     _blocked.clear()
+    _launched_on.clear()
     _group_starts.clear()
-    _update = _update_handle = None
+    _update = _update_handle = _update_stream = None
+    _current_stream = _default_stream
 
 
 def build_npu_module() -> types.ModuleType:

@@ -76,6 +76,7 @@ function groupItem(group, index) {
   const parts = [head];
   if (count > 1) parts.push(el("details", { class: "which" }, el("summary", {}, bilingual({ zh: "是哪些测试", en: "Which tests" })), testItems(group.names, group.outcome)));
   else parts.push(testItems(group.names, group.outcome));
+  if (group.note) parts.push(el("p", { class: "note" }, bilingual(group.note)));
   const compare = group.compare;
   if (compare) {
     parts.push(el("pre", { class: "headline" }, group.headline));
@@ -84,6 +85,7 @@ function groupItem(group, index) {
   } else {
     parts.push(el("pre", { class: "message" }, group.message));
   }
+  if (group.case) parts.push(block(group.case.label, group.case.text, "case"));
   if (group.details) {
     const where = el("details", {}, el("summary", {}, bilingual(LABEL("where"))), el("pre", {}, group.details));
     if (index === 0) where.open = true;

@@ -25,13 +25,15 @@ def device_root() -> Path:
 
 def device_count() -> int:
     """Lumen devices the driver exposes: ``<root>/dev/lumen<N>`` nodes. Reads the directory only."""
-    # TODO(stage 260): count the entries of <root>/dev named lumen<N>; a missing folder means 0.
+    # TODO(stage 260): count the entries of <root>/dev named lumen<N> (whole name; files and character
+    #                  devices alike), listed again at every call; no dev folder (missing, or a file) means 0.
     raise NotImplementedError("lumen_npu.device_count")
 
 
 def register() -> str | None:
     """Platform detector (entry point ``lumen``): the platform's qualified name when a device exists."""
-    # TODO(stage 260): the qualified name of the platform class when a device exists, else None.
+    # TODO(stage 260): the qualified name of the platform class when a device node exists, else None
+    #                  (MINI_PLATFORM=lumen selects the platform; it is no device).
     return None
 
 

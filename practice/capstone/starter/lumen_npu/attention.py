@@ -16,5 +16,6 @@ class LumenAttention(PagedAttention):
     def __call__(self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         # TODO(stage 263): write this step's k, v into layer layer_idx's caches at self.metadata.slot_mapping,
         # then attend on self.backend with scale head_dim ** -0.5: paged_decode_attention for a pure decode
-        # step (max_query_len == 1 and one query row per request), paged_attention otherwise.
+        # step (max_query_len == 1 and one query row per request, no padding rows), paged_attention otherwise;
+        # decide from max_query_len and shapes only (a decode graph cannot record reads of tensor values).
         raise NotImplementedError("LumenAttention.__call__")

@@ -1,0 +1,15 @@
+# Mistake: Concatenates the stop and EOS ids into one sequence, which fails when one is a list and the other a tuple.
+"""Exercise 222: stop conditions."""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def check_stop(output_token_ids: Sequence[int], prompt_len: int, max_tokens: int, stop_token_ids: Sequence[int],
+               eos_token_ids: Sequence[int], ignore_eos: bool, max_model_len: int) -> str | None:
+    last = output_token_ids[-1]
+    if last in (stop_token_ids if ignore_eos else stop_token_ids + eos_token_ids):
+        return "stop"
+    if len(output_token_ids) >= max_tokens or prompt_len + len(output_token_ids) >= max_model_len:
+        return "length"
+    return None

@@ -1,0 +1,30 @@
+# Mistake: Gives every rank ceil(E / ep_size) experts in a row (the last rank what is left) instead of base + 1 to the first rem ranks only.
+from __future__ import annotations
+
+import torch
+
+
+def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
+    if not 0 <= ep_rank < ep_size:
+        raise ValueError(f"ep_rank must be in [0, ep_size={ep_size}), got {ep_rank}")
+    if placement == "linear":
+        base, rest = divmod(num_experts, ep_size)
+        per = -(-num_experts // ep_size)
+        owned = list(range(min(ep_rank * per, num_experts), min((ep_rank + 1) * per, num_experts)))
+    elif placement == "round_robin":
+        owned = list(range(ep_rank, num_experts, ep_size))
+    else:
+        raise ValueError(f"unknown expert placement {placement!r}; use 'linear' or 'round_robin'")
+    expert_map = torch.full((num_experts,), -1, dtype=torch.int32)
+    for local, g in enumerate(owned):
+        expert_map[g] = local
+    return expert_map
+
+
+def expert_owners(num_experts: int, ep_size: int, placement: str = "linear") -> torch.Tensor:
+    if ep_size < 1:
+        raise ValueError(f"ep_size must be >= 1, got {ep_size}")
+    owners = torch.empty(num_experts, dtype=torch.int64)
+    for rank in range(ep_size):
+        owners[expert_map_for_rank(num_experts, ep_size, rank, placement) >= 0] = rank
+    return owners

@@ -1,0 +1,25 @@
+# Mistake: Never compares B with size: a step larger than the graph gets [0] * (negative) = no padding and goes through.
+from __future__ import annotations
+
+import dataclasses
+
+from mini_platform.model_runner import StepInput
+
+
+def pad_decode_step(step: StepInput, size: int) -> StepInput:
+    num_seqs = len(step.seq_lens)
+    if any(n != 1 for n in step.query_lens):
+        raise ValueError(f"only a decode step is padded for a graph, got query_lens {step.query_lens}")
+    pad = size - num_seqs
+    width = max((len(row) for row in step.block_tables), default=0)
+    return dataclasses.replace(
+        step,
+        input_ids=step.input_ids + [0] * pad,
+        positions=step.positions + [0] * pad,
+        slot_mapping=step.slot_mapping + [-1] * pad,
+        block_tables=step.block_tables + [[0] * width for _ in range(pad)],
+        seq_lens=step.seq_lens + [0] * pad,
+        query_lens=step.query_lens + [1] * pad,
+        sample_rows=list(step.sample_rows),
+        max_query_len=1,
+    )
