@@ -308,9 +308,9 @@ def test_browser_runner_reuses_a_rewritten_test_file_with_the_same_verdict(brows
     verdict, tracebacks and compared values included, pointing at the new run's file."""
     test, submission = RUNNER_TEST, RUNNER_SUBMISSION
     first = json.loads(browser_runner.run(test, submission))
-    browser_runner._rewritten.clear()
+    browser_runner.judge_core._REWRITTEN.clear()
     browser_runner.prepare(test)   # as the worker does once it is ready
-    monkeypatch.setattr(browser_runner, "_rewrite_test", _no_rewrite)
+    monkeypatch.setattr(browser_runner.judge_core, "_rewrite_test", _no_rewrite)
     prepared = json.loads(browser_runner.run(test, submission))
     second = json.loads(browser_runner.run(test, submission))
     assert _timeless(first) == _timeless(prepared) == _timeless(second)
@@ -331,8 +331,8 @@ def test_browser_runner_uses_a_test_file_rewritten_at_build_time_only_for_its_ow
     compiled = browser_runner.compile_test(test)
     other_test = test.replace("[3, 4]", "[3, 5]")
     other = browser_runner.compile_test(other_test)
-    browser_runner._rewritten.clear()
-    monkeypatch.setattr(browser_runner, "_rewrite_test", _no_rewrite)
+    browser_runner.judge_core._REWRITTEN.clear()
+    monkeypatch.setattr(browser_runner.judge_core, "_rewrite_test", _no_rewrite)
     browser_runner.prepare(test, compiled)
     assert _timeless(json.loads(browser_runner.run(test, submission))) == _timeless(first)
     browser_runner.prepare(other_test, compiled)   # another file's: ignored, so rewritten (here: refused)

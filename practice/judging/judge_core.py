@@ -89,7 +89,6 @@ The CLI also checks that the verdict it reads is consistent with the test file (
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
 import marshal
 import operator
@@ -104,6 +103,7 @@ import types
 from pathlib import Path
 
 import pytest
+from _pytest.assertion import rewrite
 
 SCHEMA_VERSION = 2
 STATUSES = ("accepted", "wrong_answer", "error", "syntax_error", "import_error",
@@ -534,47 +534,61 @@ def _purge(run_dir: str) -> None:
         sys.path.remove(run_dir)
 
 
-# pytest rewrites the test file's assertions on every import, which for a long test file costs more than
-# running its tests; its own pyc cache cannot help, as every run has a fresh directory. So the rewritten code
-# is kept by the sha256 of the test file (in memory, and in ``rewrite_cache`` when given) and written where
-# pytest looks for its pyc, before the submission is imported (nothing the submission does can shape it).
-_REWRITTEN: dict[str, bytes] = {}
+# pytest rewrites a test file's assertions every time it imports it, which for a long test file costs more than
+# running its tests, and its own pyc cache cannot help: every run has a fresh directory. The rewritten code
+# depends only on the file's bytes (the pytest.ini run_tests writes is always the same), so it is kept per
+# bytes: in memory, for the browser's interpreter that serves many runs, and, given ``rewrite_cache``, in that
+# folder for the CLI's fresh children. run_tests fills it before the submission is imported, so nothing the
+# submission does can shape what is stored; while pytest runs, its rewriter is this cache.
+REWRITTEN_KEPT = 8   # test files whose rewritten code is kept in memory
+_REWRITTEN: dict[bytes, types.CodeType] = {}
+_rewrite_test = rewrite._rewrite_test   # pytest's own
 
 
-def _place_rewritten_test(test_path: str, rewrite_cache: str | None) -> str | None:
-    """Write pytest's pyc of the rewritten ``test_path``; returns its path relative to the run directory, or
-    None when pytest's internals are not as expected (then pytest rewrites the file itself)."""
-    try:
-        from _pytest.assertion.rewrite import PYC_TAIL, get_cache_dir, rewrite_asserts
-    except ImportError:
-        return None
+def rewritten(test_path: Path, rewrite_cache: str | None = None) -> types.CodeType:
+    """pytest's rewriting of the test file at ``test_path``, from the cache when its bytes were rewritten
+    before, with ``test_path`` as the file name of every code object (tracebacks point at this run's file).
+    Without a config pytest's rewriter differs only in never adding the assertion-pass hook, which the
+    judge's pytest.ini does not enable."""
+    if "enable_assertion_pass_hook" in _PYTEST_INI:
+        raise RuntimeError("the judge's pytest.ini enables the assertion-pass hook; rewrite per run")
     source = Path(test_path).read_bytes()
-    key = hashlib.sha256(source + PYC_TAIL.encode() + importlib.util.MAGIC_NUMBER).hexdigest()
-    stored = Path(rewrite_cache, key + ".code") if rewrite_cache else None
-    data = _REWRITTEN.get(key)
-    if data is None and stored is not None and stored.is_file():
-        data = stored.read_bytes()
-    if data is None:
-        import ast
-
-        tree = ast.parse(source, filename=test_path)
-        rewrite_asserts(tree, source, test_path, None)
-        data = marshal.dumps(compile(tree, test_path, "exec", dont_inherit=True))
+    code = _REWRITTEN.get(source)
+    stored = Path(rewrite_cache, hashlib.sha256(source + _REWRITE_TAG).hexdigest() + ".code") if rewrite_cache else None
+    if code is None and stored is not None and stored.is_file():
+        try:
+            code = marshal.loads(stored.read_bytes())
+        except (ValueError, EOFError, TypeError):   # not what this Python wrote: rewrite below
+            code = None
+    if code is None:
+        code = _rewrite_test(Path(test_path), None)[1]
         if stored is not None:
             stored.parent.mkdir(parents=True, exist_ok=True)
-            stored.with_suffix(f".{os.getpid()}").write_bytes(data)
-            os.replace(stored.with_suffix(f".{os.getpid()}"), stored)
-    _REWRITTEN[key] = data
-    code = _renamed(marshal.loads(data), test_path)   # tracebacks name this run's file
-    stat = os.stat(test_path)
-    pyc = get_cache_dir(Path(test_path)) / (Path(test_path).name[:-3] + PYC_TAIL)
-    pyc.parent.mkdir(parents=True, exist_ok=True)
-    pyc.write_bytes(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
-                    + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
-    return str(pyc)
+            partial = stored.with_suffix(f".{os.getpid()}")
+            partial.write_bytes(marshal.dumps(code))
+            os.replace(partial, stored)
+    remember(source, code)
+    return _renamed(code, str(test_path))
+
+
+def remember(source: bytes, code: types.CodeType) -> None:
+    """Keep ``code`` as the rewritten code of a test file with these bytes (the oldest beyond REWRITTEN_KEPT go)."""
+    _REWRITTEN.pop(source, None)
+    while len(_REWRITTEN) >= REWRITTEN_KEPT:
+        del _REWRITTEN[next(iter(_REWRITTEN))]
+    _REWRITTEN[source] = code
+
+
+_REWRITE_TAG = f"{sys.implementation.cache_tag} pytest {pytest.__version__}".encode()
+
+
+def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeType]:
+    """Stands in for pytest's ``_rewrite_test`` while run_tests runs pytest (never writes to disk)."""
+    return os.stat(fn), rewritten(fn)
 
 
 def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code objects nested in it, with ``co_filename`` set to ``filename``."""
     consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_filename=filename, co_consts=consts)
 
@@ -598,14 +612,11 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
     shutil.copyfile(test_file, os.path.join(run_dir, _TEST + ".py"))
     shutil.copyfile(submission_file, os.path.join(run_dir, _SUBMISSION + ".py"))
     Path(run_dir, "pytest.ini").write_text(_PYTEST_INI)
-    judge_names = [_TEST + ".py", "pytest.ini"]
+    judge_files = {name: Path(run_dir, name).read_bytes() for name in (_TEST + ".py", "pytest.ini")}
     try:
-        pyc = _place_rewritten_test(os.path.join(run_dir, _TEST + ".py"), rewrite_cache)
-    except Exception:   # noqa: BLE001 - only a shortcut: pytest rewrites (and reports a syntax error) itself
-        pyc = None
-    if pyc is not None and pyc.startswith(run_dir + os.sep):
-        judge_names.append(os.path.relpath(pyc, run_dir))
-    judge_files = {name: Path(run_dir, name).read_bytes() for name in judge_names}
+        rewritten(Path(run_dir, _TEST + ".py"), rewrite_cache)   # before the submission runs
+    except Exception:  # noqa: BLE001 - e.g. a SyntaxError: pytest reports it when it collects the file
+        pass
 
     sink = _CappedBytes(OUTPUT_LIMIT)
     stream = io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace", write_through=True)
@@ -633,9 +644,13 @@ def run_tests(test_file: str | os.PathLike, submission_file: str | os.PathLike,
             for key in _PYTEST_ENV:   # the same options and plugins everywhere, whatever was set
                 os.environ.pop(key, None)
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-            exit_code = pytest.main([os.path.join(run_dir, _TEST + ".py"), "-c",
-                                     os.path.join(run_dir, "pytest.ini"), "--rootdir", run_dir,
-                                     *_PYTEST_ARGS], plugins=[collector])
+            saved_rewrite, rewrite._rewrite_test = rewrite._rewrite_test, _cached_rewrite_test
+            try:
+                exit_code = pytest.main([os.path.join(run_dir, _TEST + ".py"), "-c",
+                                         os.path.join(run_dir, "pytest.ini"), "--rootdir", run_dir,
+                                         *_PYTEST_ARGS], plugins=[collector])
+            finally:
+                rewrite._rewrite_test = saved_rewrite
     except BaseException as exc:  # noqa: BLE001 - pytest.main rarely raises; keep the verdict
         problem = exc
     finally:

@@ -6,9 +6,8 @@ forgets the modules the previous run imported, so one long-lived interpreter ser
 page shows ``render.view`` of it, the presentation the local judge prints.
 
 Two things are kept between runs. First, pytest's assertion rewriting of a test file, which costs more than
-running most exercises' tests. The rewritten code depends only on the file's bytes (the pytest.ini
-``run_tests`` writes is the same every time), so it is reused for the same bytes, with the file name
-of the new run directory put back into every code object (tracebacks point at the new file).
+running most exercises' tests: judge_core keeps it per the file's bytes (``judge_core.rewritten``), with
+the file name of the new run directory put back into every code object (tracebacks point at the new file).
 :func:`prepare` gives the page's test file's rewritten code to the worker as soon as it is ready,
 before the first Run: built by :func:`compile_test` at site build time (site/web/src/rewrite.mjs),
 or rewritten then.
@@ -32,37 +31,11 @@ import judge_core
 import render
 import pluggy._hooks
 from _pytest import fixtures
-from _pytest.assertion import rewrite
 
 INPUTS = Path("/tmp/inputs")
 RUNS = Path("/tmp/runs")
-REWRITTEN_KEPT = 8   # test files whose rewritten code is kept (a page judges one; the cache stays small)
 SITE_PACKAGES = os.path.dirname(os.path.dirname(pluggy._hooks.__file__)) + os.sep
 sys.dont_write_bytecode = True
-_rewritten: dict[bytes, types.CodeType] = {}
-_rewrite_test = rewrite._rewrite_test
-
-
-def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
-    """``code`` and the code objects nested in it, with ``co_filename`` set to ``filename``."""
-    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
-
-
-def _cached_rewrite_test(fn: Path, config) -> tuple[os.stat_result, types.CodeType]:
-    """pytest's ``_rewrite_test``, remembering the result per source bytes."""
-    source = fn.read_bytes()
-    code = _rewritten.get(source)
-    if code is None:
-        stat, code = _rewrite_test(fn, config)
-        while len(_rewritten) >= REWRITTEN_KEPT:
-            del _rewritten[next(iter(_rewritten))]
-        _rewritten[source] = code
-        return stat, code
-    return os.stat(fn), _renamed(code, str(fn))
-
-
-rewrite._rewrite_test = _cached_rewrite_test
 
 
 def _remembered(compute):
@@ -88,16 +61,16 @@ fixtures.getfuncargnames = _remembered(fixtures.getfuncargnames)
 
 
 def prepare(test_source: str, compiled=None) -> None:
-    """Have ``test_source``'s rewritten assertions ready for the first Run: from ``compiled`` (what
-    :func:`compile_test` made of the same source at build time) when given and made from these bytes,
-    else by rewriting them now, while the visitor reads (slow in a just-started interpreter).
-    ``compiled``: bytes, or the worker's Uint8Array (a JsProxy), or None."""
+    """Have ``test_source``'s rewritten assertions ready for the first Run (kept by judge_core per the file's
+    bytes): from ``compiled`` (what :func:`compile_test` made of the same source at build time) when given
+    and made from these bytes, else by rewriting them now, while the visitor reads (slow in a just-started
+    interpreter). ``compiled``: bytes, or the worker's Uint8Array (a JsProxy), or None."""
     source = test_source.encode("utf-8")
     if compiled is not None and not isinstance(compiled, bytes):
         compiled = compiled.to_bytes()
     if compiled is not None and compiled[:32] == hashlib.sha256(source).digest():
         try:
-            _rewritten[source] = marshal.loads(compiled[32:])
+            judge_core.remember(source, marshal.loads(compiled[32:]))
             return
         except (ValueError, EOFError, TypeError):   # not what compile_test wrote: rewrite below
             pass
@@ -114,15 +87,11 @@ def compile_test(test_source: str) -> bytes:
 
 
 def _rewrite(test_source: str) -> types.CodeType:
-    """pytest's rewriting of ``test_source``, remembered for the runs. Without a config, pytest's
-    rewriter differs only in never adding the assertion-pass hook, which the judge's pytest.ini
-    does not enable (checked here)."""
-    if "enable_assertion_pass_hook" in judge_core._PYTEST_INI:
-        raise RuntimeError("the judge's pytest.ini enables the assertion-pass hook; rewrite per run")
+    """judge_core's rewriting of ``test_source``, remembered for the runs."""
     folder = INPUTS / "prepared"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test.py").write_text(test_source, encoding="utf-8")
-    return _cached_rewrite_test(folder / "test.py", None)[1]
+    return judge_core.rewritten(folder / "test.py")
 
 
 def warm_up() -> None:
