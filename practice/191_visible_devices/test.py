@@ -53,6 +53,9 @@ def test_reconcile_copies_unchanged_and_ignores_spaces():
     env = {CUDA_VAR: ""}
     reconcile(env)  # an empty value is a value: no devices for anyone
     assert env[ASCEND_VAR] == ""
+    for env in ({CUDA_VAR: "", ASCEND_VAR: "0"}, {CUDA_VAR: "1", ASCEND_VAR: " "}):
+        with pytest.raises(VisibleDevicesMismatchError):
+            reconcile(env)  # an empty value is set too: it differs from "0"
 
 
 def test_physical_id_errors():
