@@ -407,12 +407,15 @@ def test_class_and_instance_attributes_win(device_modules):
             return "own"
 
     device_modules["npu"] = device_module("fake_npu", dist_backend="nccl", synchronize=lambda: "module",
-                                          device_type="cuda", memory=1, empty_cache=lambda: "emptied")
+                                          device_type="cuda", memory=1, empty_cache=lambda: "emptied",
+                                          default_generator=None, reserved=0)
     p = Own()
     p.memory = 2
     assert p.dist_backend == "hccl" and p.synchronize() == "own" and p.device_type == "npu"
     assert p.memory == 2
     assert p.empty_cache() == "emptied"
+    # an attribute whose value is None or 0 exists all the same: it is forwarded
+    assert (p.default_generator, p.reserved) == (None, 0)
 
 
 def test_dunder_names_are_never_forwarded(device_modules):

@@ -168,6 +168,11 @@ def test_resolve_passes_other_errors_through(site):
     with pytest.raises(RuntimeError) as info:
         sub.resolve_obj_by_qualname("raises_183.Backend")
     assert str(info.value) == "ACL init failed: error 507033"
+    # an AttributeError raised while the module runs is not a missing attribute of the module
+    write_module(site, "attr_fails_183", "import types\ntypes.NoSuchThing\nclass Backend:\n    pass")
+    with pytest.raises(AttributeError) as info:
+        sub.resolve_obj_by_qualname("attr_fails_183.Backend")
+    assert not isinstance(info.value, ImportError) and "NoSuchThing" in str(info.value)
 
 
 # ---------------------------------------------------------------- Components
