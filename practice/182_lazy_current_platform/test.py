@@ -237,8 +237,10 @@ def test_another_thread_reading_during_creation_waits_instead_of_failing(factory
         return
     probe.join()
     outcome = []
+    reading = threading.Event()
 
     def reader():
+        reading.set()
         try:
             outcome.append(lazy.get())
         except BaseException as exc:  # noqa: BLE001 - recorded and checked below
@@ -248,7 +250,8 @@ def test_another_thread_reading_during_creation_waits_instead_of_failing(factory
 
     def create_while_another_thread_reads():
         other.start()
-        other.join(0.5)         # a wrong re-entry check fails the reader at once; a right one blocks it
+        reading.wait(10)
+        other.join(0.1)         # a wrong re-entry check fails the reader at once; a right one blocks it
         return "the platform"
 
     factory.plan = [create_while_another_thread_reads]
