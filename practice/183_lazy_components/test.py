@@ -213,6 +213,9 @@ def test_malformed_names_are_reported_at_construction(site):
     with pytest.raises(ValueError) as info:
         sub.Components(NPUPlatform, env={"MINI_PLATFORM_DEVICE_COMMUNICATOR": "comm..Hccl"})
     assert "device_communicator" in str(info.value) and "MINI_PLATFORM_DEVICE_COMMUNICATOR" in str(info.value)
+    # only the final name must be well formed: a valid override of a malformed default is fine
+    fixed = sub.Components(Bad, env={"MINI_PLATFORM_KV_CONNECTOR": "kv_183.connector.KVConnector"})
+    assert fixed.qualname("kv_connector") == "kv_183.connector.KVConnector"
     assert imported() == []
 
 
