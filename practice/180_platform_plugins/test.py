@@ -201,6 +201,13 @@ def test_empty_allow_list_allows_no_plugin(value):
     assert calls(oot) == {"ascend": 0, "xpu": 0} and calls(builtin) == {"cpu": 1, "cuda": 1}
 
 
+def test_allow_list_matches_whole_names():
+    builtin = {"cpu": on("b.Cpu")}
+    oot = {"xpu": on("o.Xpu"), "ascend": on("o.Ascend"), "xpu2": off()}
+    assert resolve(builtin, oot, {PLUGINS: "xpu2, ascend_v2"}) == "b.Cpu"   # neither 'xpu' nor 'ascend' is listed
+    assert calls(oot) == {"xpu": 0, "ascend": 0, "xpu2": 1}
+
+
 def test_allow_list_does_not_filter_builtins():
     builtin = {"cpu": off(), "cuda": on("b.Cuda")}
     oot = {"ascend": on("o.Ascend")}
