@@ -1,4 +1,4 @@
-# Correct: finds the exponent with float.hex()-free integer arithmetic (as_integer_ratio and bit_length), packs with int.from_bytes(..., "little", signed=True) and unpacks with int.to_bytes; validation in another order, own messages.
+# Correct: finds the exponent exactly with integer arithmetic (as_integer_ratio and bit_length), packs with int.from_bytes(..., "little", signed=True) and unpacks with int.to_bytes; validation in another order, own messages.
 from __future__ import annotations
 
 import math
