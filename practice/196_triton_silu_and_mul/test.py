@@ -78,6 +78,14 @@ def test_wrapper_takes_a_slice_of_a_wider_tensor():
         torch.testing.assert_close(out.cpu(), reference(x).cpu())
 
 
+def test_wrapper_takes_a_single_row():
+    """[..., 2d] includes a 1-D [2d] input (no leading dims): the result is [d]."""
+    x = torch.tensor([0.0, 1.0, -2.0, 2.0, 3.0, 0.5], device=DEVICE)
+    out = silu_and_mul(x)
+    assert out.shape == (3,), f"got shape {tuple(out.shape)}"
+    torch.testing.assert_close(out.cpu(), reference(x).cpu())
+
+
 def test_fp16_is_computed_in_fp32():
     # exp(-g) for g = -12 is 162755, beyond fp16's max (65504): in fp16 silu(-12) collapses to -0 instead of
     # -7.4e-5 (and tl.exp itself accepts only fp32/fp64), so only an fp32 computation passes.
