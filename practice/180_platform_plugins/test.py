@@ -201,6 +201,13 @@ def test_empty_allow_list_allows_no_plugin(value):
     assert calls(oot) == {"ascend": 0, "xpu": 0} and calls(builtin) == {"cpu": 1, "cuda": 1}
 
 
+def test_allow_list_matches_whole_names():
+    builtin = {"cpu": on("b.Cpu")}
+    oot = {"xpu": on("o.Xpu"), "ascend": on("o.Ascend"), "xpu2": off()}
+    assert resolve(builtin, oot, {PLUGINS: "xpu2, ascend_v2"}) == "b.Cpu"   # neither 'xpu' nor 'ascend' is listed
+    assert calls(oot) == {"xpu": 0, "ascend": 0, "xpu2": 1}
+
+
 def test_allow_list_does_not_filter_builtins():
     builtin = {"cpu": off(), "cuda": on("b.Cuda")}
     oot = {"ascend": on("o.Ascend")}
@@ -407,12 +414,15 @@ def test_class_and_instance_attributes_win(device_modules):
             return "own"
 
     device_modules["npu"] = device_module("fake_npu", dist_backend="nccl", synchronize=lambda: "module",
-                                          device_type="cuda", memory=1, empty_cache=lambda: "emptied")
+                                          device_type="cuda", memory=1, empty_cache=lambda: "emptied",
+                                          default_generator=None, reserved=0)
     p = Own()
     p.memory = 2
     assert p.dist_backend == "hccl" and p.synchronize() == "own" and p.device_type == "npu"
     assert p.memory == 2
     assert p.empty_cache() == "emptied"
+    # an attribute whose value is None or 0 exists all the same: it is forwarded
+    assert (p.default_generator, p.reserved) == (None, 0)
 
 
 def test_dunder_names_are_never_forwarded(device_modules):

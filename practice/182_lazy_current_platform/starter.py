@@ -22,7 +22,8 @@ class LazyPlatform:
 
     def get(self) -> Platform:
         """The platform:
-          - already created: return it without touching self._lock;
+          - already created (self._platform is not None, even if the platform tests false): return it
+            without touching self._lock;
           - otherwise take self._lock, check again, call self.create() once and cache the result;
           - an exception leaves nothing cached; an AttributeError becomes a RuntimeError (chained);
           - a get() from inside create() (same thread) raises RuntimeError, no deadlock.

@@ -136,6 +136,22 @@ def test_cached_access_does_not_touch_the_lock(factory):
         lock.forbidden = False
 
 
+class EmptyPlatform(FakePlatform):
+    """A platform object that is falsy (say it defines __len__ for its device list and has no devices)."""
+
+    def __len__(self):
+        return 0
+
+
+def test_a_falsy_platform_is_cached_too(factory):
+    """The cache is empty only while it holds None: a platform that tests false is still cached."""
+    lazy = factory.holder
+    factory.plan = [lambda: EmptyPlatform(0)]
+    first = lazy.get()
+    assert isinstance(first, EmptyPlatform) and not first
+    assert lazy.get() is first and factory.calls == 1, f"create was called {factory.calls} times"
+
+
 def test_two_holders_are_independent(factory):
     other = Factory()
     other.holder = LazyPlatform(other)
@@ -221,8 +237,10 @@ def test_another_thread_reading_during_creation_waits_instead_of_failing(factory
         return
     probe.join()
     outcome = []
+    reading = threading.Event()
 
     def reader():
+        reading.set()
         try:
             outcome.append(lazy.get())
         except BaseException as exc:  # noqa: BLE001 - recorded and checked below
@@ -232,7 +250,8 @@ def test_another_thread_reading_during_creation_waits_instead_of_failing(factory
 
     def create_while_another_thread_reads():
         other.start()
-        other.join(0.5)         # a wrong re-entry check fails the reader at once; a right one blocks it
+        reading.wait(10)
+        other.join(0.1)         # a wrong re-entry check fails the reader at once; a right one blocks it
         return "the platform"
 
     factory.plan = [create_while_another_thread_reads]

@@ -168,6 +168,11 @@ def test_resolve_passes_other_errors_through(site):
     with pytest.raises(RuntimeError) as info:
         sub.resolve_obj_by_qualname("raises_183.Backend")
     assert str(info.value) == "ACL init failed: error 507033"
+    # an AttributeError raised while the module runs is not a missing attribute of the module
+    write_module(site, "attr_fails_183", "import types\ntypes.NoSuchThing\nclass Backend:\n    pass")
+    with pytest.raises(AttributeError) as info:
+        sub.resolve_obj_by_qualname("attr_fails_183.Backend")
+    assert not isinstance(info.value, ImportError) and "NoSuchThing" in str(info.value)
 
 
 # ---------------------------------------------------------------- Components
@@ -208,6 +213,9 @@ def test_malformed_names_are_reported_at_construction(site):
     with pytest.raises(ValueError) as info:
         sub.Components(NPUPlatform, env={"MINI_PLATFORM_DEVICE_COMMUNICATOR": "comm..Hccl"})
     assert "device_communicator" in str(info.value) and "MINI_PLATFORM_DEVICE_COMMUNICATOR" in str(info.value)
+    # only the final name must be well formed: a valid override of a malformed default is fine
+    fixed = sub.Components(Bad, env={"MINI_PLATFORM_KV_CONNECTOR": "kv_183.connector.KVConnector"})
+    assert fixed.qualname("kv_connector") == "kv_183.connector.KVConnector"
     assert imported() == []
 
 

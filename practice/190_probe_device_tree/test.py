@@ -41,10 +41,12 @@ def test_control_nodes_are_not_devices():
 
 
 def test_nvidia_falls_back_to_proc_then_pci():
-    proc = {"/proc/driver/nvidia/gpus/0000:3b:00.0/information": "Model: H100"}
+    proc = {"/proc/driver/nvidia/gpus/0000:3b:00.0/information": "Model: H100",
+            "/proc/driver/nvidia/gpus/0000:3b:00.0/registry": "x"}  # one GPU, two files: count children
     assert probe(proc) == [("nvidia", 1, "/proc/driver/nvidia/gpus")]
     sys_only = {**pci("0000:3b:00.0", "0x10DE", "0x030200"), **pci("0000:5e:00.0", "0x10de", "0x030000"),
-                **pci("0000:00:1f.3", "0x10de", "0x040300")}  # an NVIDIA audio function is not a GPU
+                **pci("0000:00:1f.3", "0x10de", "0x040300"),   # an NVIDIA audio function is not a GPU
+                **pci("0000:00:1f.4", "0x10de", "0x038000")}   # nor "other display controller" (0x0380)
     assert probe(sys_only) == [("nvidia", 2, PCI)]
     both = {**proc, **sys_only, "/dev/nvidia0": None, "/dev/nvidia7": None, "/dev/nvidia3": None}
     assert probe(both) == [("nvidia", 3, "/dev")]  # the first source with a count wins
@@ -52,8 +54,9 @@ def test_nvidia_falls_back_to_proc_then_pci():
 
 def test_ascend_pci_rules():
     tree = {**pci("0000:c1:00.0", " 0x19e5 ", "0x120000"), **pci("0000:c2:00.0", "0x19e5", "0x060400"),
-            **pci("0000:c3:00.0", "0x19e5", "0x1200ff"), f"{PCI}/0000:c4:00.0/vendor": "0x19e5"}  # no class file
-    assert probe(tree) == [("ascend", 2, PCI)]
+            **pci("0000:c3:00.0", "0x19e5", "0x1200ff"), f"{PCI}/0000:c4:00.0/vendor": "0x19e5",  # no class file
+            **pci("0000:c5:00.0", "0x19e5", "0x120100")}  # any class starting with 0x12 counts
+    assert probe(tree) == [("ascend", 3, PCI)]
     tree["/dev/davinci0"] = None
     assert probe(tree) == [("ascend", 1, "/dev")]
 

@@ -24,6 +24,7 @@ def test_example():
     ("", []), ("   ", []), ("0", [0]), (" 3 ", [3]), ("0,1,2,3", [0, 1, 2, 3]), ("3,2,1,0", [3, 2, 1, 0]),
     ("-1", []), ("1,-1,2", [1]), ("x", []), ("1,,2", [1]), ("1.0", []), ("2,1.5", [2]), ("0,4", [0]),
     ("01", [1]), ("1,2,", [1, 2]), ("\t2\n,1", [2, 1]), ("+1", []), ("0x1", []), ("GPU-1234", []), ("2,2", [2]), ("１", []),
+    ("0 1", []), ("2, 0 3,1", [2]),   # a space inside an item makes it invalid ("0 1" is not "01")
 ])
 def test_parse_rule(value, expected):
     assert parse_visible(value, total=4) == expected
@@ -53,6 +54,9 @@ def test_reconcile_copies_unchanged_and_ignores_spaces():
     env = {CUDA_VAR: ""}
     reconcile(env)  # an empty value is a value: no devices for anyone
     assert env[ASCEND_VAR] == ""
+    for env in ({CUDA_VAR: "", ASCEND_VAR: "0"}, {CUDA_VAR: "1", ASCEND_VAR: " "}):
+        with pytest.raises(VisibleDevicesMismatchError):
+            reconcile(env)  # an empty value is set too: it differs from "0"
 
 
 def test_physical_id_errors():

@@ -24,6 +24,8 @@ def test_encode_rounds_up_to_a_power_of_two_exactly():
     assert encode_ue8m0(448.0 / 448.0) == 127
     assert encode_ue8m0(6.0 / 448.0) == 121                # 0.0134 -> 2**-6
     assert encode_ue8m0(2.0 ** -127 * 1.5) == 1
+    assert encode_ue8m0(2.0 ** -127 * 0.75) == 0           # below 2**-127 but rounds up to it
+    assert encode_ue8m0(math.nextafter(2.0 ** -128, 1.0)) == 0
     # One ulp above a power of two must round up at every exponent; ceil(log2(x)) misses these
     # because log2 rounds the tiny excess away once the exponent has a few bits.
     assert encode_ue8m0(math.nextafter(2.0 ** 60, math.inf)) == 127 + 61
@@ -49,14 +51,16 @@ def test_signed_words_and_padding():
     assert pack([0, 128], 2) == [-32768]
     assert pack([], 4) == [] and pack([1], 4) == [1]
     assert pack([1, 2, 3, 4, 5], 4) == [0x04030201, 5]
-    with pytest.raises(ValueError):
-        pack([256], 4)
-    with pytest.raises(ValueError):
-        pack([1], 3)
-    with pytest.raises(ValueError):
-        unpack([1 << 31], 4, 1)
-    with pytest.raises(ValueError):
-        unpack([1], 2, 3)
+    bad_calls = [  # each must raise ValueError
+        "pack([256], 4)", "pack([-1], 4)", "pack([1, 2, -3], 2)", "pack([1], 3)", "pack([], 3)",
+        "unpack([1 << 31], 4, 1)", "unpack([-(1 << 31) - 1], 4, 1)", "unpack([1 << 15], 2, 2)",
+        "unpack([1, 1 << 31], 4, 1)", "unpack([1], 2, 3)", "unpack([1], 3, 1)", "unpack([], 3, 0)",
+        "pack_scales([], 'rocm')", "pack_scales([1.0, -1.0], 'npu')",
+    ]
+    for call in bad_calls:
+        with pytest.raises(ValueError):
+            eval(call)
+            pytest.fail(f"{call} returned instead of raising ValueError")
 
 
 def test_devices():

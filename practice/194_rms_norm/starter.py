@@ -8,7 +8,7 @@ import torch
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """x * rsqrt(mean(x**2, -1) + eps) * weight, computed in fp32, returned in x.dtype."""
+    """x * rsqrt(mean(x**2, -1) + eps) * weight, all computed in fp32 (weight included), rounded once to x.dtype."""
     # TODO
     raise NotImplementedError("rms_norm")
 

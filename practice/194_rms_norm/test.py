@@ -67,8 +67,29 @@ def test_fused_add(dtype):
     torch.testing.assert_close(out, rms_norm(res, w, 1e-6), rtol=0, atol=0)
 
 
+def test_results_have_the_dtype_of_x():
+    """Also for an fp64 x, a weight of another dtype, and an fp32 residual next to a bf16 x."""
+    g = torch.Generator().manual_seed(1940)
+    x, w = torch.randn(3, 16, generator=g, dtype=torch.float64), torch.randn(16, generator=g, dtype=torch.float64)
+    out = rms_norm(x, w, 1e-6)
+    assert out.dtype == torch.float64, f"fp64 x gave {out.dtype}"
+    torch.testing.assert_close(out, F.rms_norm(x, (16,), w, 1e-6), rtol=1e-5, atol=1e-5)
+    xb, w32 = x.to(torch.bfloat16), w.float()
+    out = rms_norm(xb, w32, 1e-6)
+    assert out.dtype == torch.bfloat16, f"bf16 x with an fp32 weight gave {out.dtype}"
+    torch.testing.assert_close(out, F.rms_norm(xb.double(), (16,), w, 1e-6).to(torch.bfloat16), rtol=1.6e-2, atol=1.6e-2)
+    r32 = (torch.randn(3, 16, generator=g) * 10).to(torch.bfloat16).float()  # fp32, bf16 values: the sum is exact in fp32
+    out, res = fused_add_rms_norm(xb, r32, w32, 1e-6)
+    assert (out.dtype, res.dtype) == (torch.bfloat16, torch.bfloat16), f"got {out.dtype}, {res.dtype}"
+    assert torch.equal(res, (xb.float() + r32).to(torch.bfloat16))
+
+
 def test_bad_shapes():
     with pytest.raises(ValueError):
         rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6)
+    with pytest.raises(ValueError):
+        rms_norm(torch.ones(2, 4), torch.ones(1, 4), 1e-6)   # broadcasts, but is not of shape (4,)
+    with pytest.raises(ValueError):
+        fused_add_rms_norm(torch.ones(2, 4), torch.ones(2, 4), torch.ones(1, 4), 1e-6)
     with pytest.raises(ValueError):
         fused_add_rms_norm(torch.ones(2, 4), torch.ones(1, 4), torch.ones(4), 1e-6)

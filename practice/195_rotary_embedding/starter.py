@@ -15,6 +15,9 @@ def build_cos_sin_cache(max_pos: int, rot_dim: int, base: float) -> torch.Tensor
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rotated copies of query [T, nh*hd] and key [T, nkv*hd]; only the first rot_dim dims of each head rotate."""
+    """Rotated copies of query [T, nh*hd] and key [T, nkv*hd]; only the first rot_dim dims of each head rotate.
+
+    Computed in fp32; each output has its own input's dtype (query and key may differ).
+    """
     # TODO
     raise NotImplementedError("rotary_embedding")

@@ -85,4 +85,16 @@ def test_position_zero_is_identity_and_bad_shapes():
     with pytest.raises(ValueError):
         rotary_embedding(torch.tensor([0]), torch.ones(1, 12), torch.ones(1, 8), 8, cache, True)
     with pytest.raises(ValueError):
+        rotary_embedding(torch.tensor([0]), torch.ones(1, 16), torch.ones(1, 12), 8, cache, True)  # the key's width
+
+
+def test_each_output_has_its_inputs_dtype():
+    g = torch.Generator().manual_seed(1950)
+    positions = torch.tensor([3, 0, 7])
+    q, k = torch.randn(3, 2 * 8, generator=g, dtype=torch.float64), torch.randn(3, 8, generator=g).to(torch.bfloat16)
+    cache = build_cos_sin_cache(8, 8, 10000.0)
+    q_out, k_out = rotary_embedding(positions, q, k, 8, cache, False)
+    assert (q_out.dtype, k_out.dtype) == (torch.float64, torch.bfloat16), f"got {q_out.dtype}, {k_out.dtype}"
+    torch.testing.assert_close(q_out, reference(q, positions, 8, 8, 10000.0, False), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError):
         build_cos_sin_cache(4, 7, 10000.0)

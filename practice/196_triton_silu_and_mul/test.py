@@ -65,6 +65,27 @@ def test_wrapper_random(shape, dtype):
     torch.testing.assert_close(out.cpu().float(), reference(x).cpu().float(), rtol=tol, atol=tol)
 
 
+def test_wrapper_takes_a_slice_of_a_wider_tensor():
+    """x only needs a unit last stride: its rows may be farther apart than 2d (a slice of gate_up's buffer)."""
+    g = torch.Generator().manual_seed(196)
+    d = 12
+    wide = torch.randn(2, 3, 2 * d + 5, generator=g).to(DEVICE)
+    for x in (wide[0, :, 1: 1 + 2 * d], wide[:, :2, 2: 2 + 2 * d]):   # a 2-D slice; a 3-D one whose rows do not merge into a view
+        repro = (f"g = torch.Generator().manual_seed(196); wide = torch.randn(2, 3, {2 * d + 5}, generator=g); "  # noqa: F841
+                 f"x = wide{'[0, :, 1:25]' if x.dim() == 2 else '[:, :2, 2:26]'}; out = silu_and_mul(x)")
+        out = silu_and_mul(x)
+        assert out.shape == (*x.shape[:-1], d)
+        torch.testing.assert_close(out.cpu(), reference(x).cpu())
+
+
+def test_wrapper_takes_a_single_row():
+    """[..., 2d] includes a 1-D [2d] input (no leading dims): the result is [d]."""
+    x = torch.tensor([0.0, 1.0, -2.0, 2.0, 3.0, 0.5], device=DEVICE)
+    out = silu_and_mul(x)
+    assert out.shape == (3,), f"got shape {tuple(out.shape)}"
+    torch.testing.assert_close(out.cpu(), reference(x).cpu())
+
+
 def test_fp16_is_computed_in_fp32():
     # exp(-g) for g = -12 is 162755, beyond fp16's max (65504): in fp16 silu(-12) collapses to -0 instead of
     # -7.4e-5 (and tl.exp itself accepts only fp32/fp64), so only an fp32 computation passes.
