@@ -86,8 +86,15 @@ def test_ignore_suffixes_are_suffixes():
 
 
 def test_parts_must_add_up():
+    weight_map = {"a.q_proj.weight": "f", "a.k_proj.weight": "f", "a.v_proj.weight": "f"}   # nothing missing
     with pytest.raises(ValueError, match=r"a\.qkv_proj\.weight"):
-        sub.plan_loading({}, {"a.qkv_proj.weight": 9}, PACKED)
+        sub.plan_loading(weight_map, {"a.qkv_proj.weight": 9}, PACKED)
+
+
+def test_a_needed_tensor_with_an_ignorable_suffix_is_loaded():
+    weight_map = {"emb.scale": "a", "rotary.inv_freq": "b", "other.inv_freq": "b"}
+    plan = sub.plan_loading(weight_map, {"emb.scale": 2, "rotary.inv_freq": 4}, PACKED, (".inv_freq",))
+    assert plan == {"a": [("emb.scale", "emb.scale", 0, 2)], "b": [("rotary.inv_freq", "rotary.inv_freq", 0, 4)]}
 
 
 def test_randomized_models():
