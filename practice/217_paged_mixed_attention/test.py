@@ -21,6 +21,14 @@ def test_more_queries_than_keys_is_an_error():
                             torch.tensor([0, 3], dtype=torch.int32), torch.tensor([2], dtype=torch.int32), 1.0)
 
 
+def test_one_request_with_more_queries_than_keys_is_an_error():
+    cache = torch.zeros(2, 4, 1, 2)
+    tables = torch.tensor([[0, 1], [1, 0]], dtype=torch.int32)
+    with pytest.raises(ValueError):       # 4 queries over 7 KV tokens in all, but request 1 has 3 for 2
+        sub.paged_attention(torch.zeros(4, 1, 2), cache, cache, tables, torch.tensor([0, 1, 4], dtype=torch.int32),
+                            torch.tensor([5, 2], dtype=torch.int32), 1.0)
+
+
 def reference(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale):
     bs, group = key_cache.shape[1], query.shape[1] // key_cache.shape[2]
     out = torch.zeros(query.shape)
