@@ -1,4 +1,4 @@
-# Correct: one batched computation: the needed columns of every row (unused ones replaced by block 0 and masked out) gathered into [B, L, nkv, hd], K/V heads expanded, a -inf length mask, softmax over fp32 scores.
+# Mistake: Gathers whole blocks for a padded batch and only masks the scores past seq_len; the unwritten slots' values still enter the weighted sum (0 * NaN = NaN).
 from __future__ import annotations
 
 import torch
