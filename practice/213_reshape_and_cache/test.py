@@ -37,6 +37,7 @@ def test_every_negative_slot_is_padding():
     ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (2, 4, 1, 4), 3),      # a slot_mapping of another length
     ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (2, 4, 2, 4), 2),      # value cache of another shape
     ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (3, 4, 1, 4), 2),
+    ((0, 2, 4), (0, 2, 4), (2, 4, 1, 4), (2, 4, 1, 4), 0),      # an empty step is checked too
 ])
 def test_shape_mismatch(key, value, key_cache, value_cache, slots):
     # shown on failure: reshape_and_cache(torch.ones(*key), torch.ones(*value), torch.zeros(*key_cache),
