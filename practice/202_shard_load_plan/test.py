@@ -46,6 +46,13 @@ def test_only_the_module_component_counts():
     assert sub.plan_loading({name: "x"}, {name: 2}, PACKED) == {"x": [(name, name, 0, 2)]}
 
 
+def test_a_packed_parameter_without_a_prefix():
+    weight_map = {"q_proj.weight": "x", "k_proj.weight": "x", "v_proj.weight": "y"}
+    assert sub.plan_loading(weight_map, {"qkv_proj.weight": 8}, PACKED) == {
+        "x": [("k_proj.weight", "qkv_proj.weight", 4, 6), ("q_proj.weight", "qkv_proj.weight", 0, 4)],
+        "y": [("v_proj.weight", "qkv_proj.weight", 6, 8)]}
+
+
 def test_missing_lists_all_before_unexpected():
     params = {"a.qkv_proj.weight": 8, "norm.weight": 4}
     weight_map = {"a.q_proj.weight": "f", "extra.weight": "f"}
