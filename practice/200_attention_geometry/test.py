@@ -89,6 +89,9 @@ def test_top_level_rope_theta_is_used_when_the_dict_has_none():
     ({"num_attention_heads": -4}, "num_attention_heads"),
     ({"num_attention_heads": 4.0}, "num_attention_heads"),
     ({"head_dim": 0}, "head_dim"),
+    ({"head_dim": -16}, "head_dim"),                  # an explicit head_dim is checked too
+    ({"num_key_value_heads": -2}, "num_key_value_heads"),
+    ({"dtype": "float64"}, "float64"),                # only float32, bfloat16, float16
     ({"num_hidden_layers": True}, "num_hidden_layers"),
     ({"dtype": "float8"}, "float8"),
 ])
@@ -184,6 +187,7 @@ def test_rope_settings_fills_original_max_and_yarn_factor():
     ({"rope_theta": 0}, ValueError, ["rope_theta"]),
     ({"rope_theta": -1.0}, ValueError, ["rope_theta"]),
     ({"rope_theta": float("inf")}, ValueError, ["rope_theta"]),
+    ({"rope_theta": float("nan")}, ValueError, ["rope_theta"]),
     ({"rope_theta": True}, ValueError, ["rope_theta"]),
     ({"rope_theta": "1e4"}, ValueError, ["rope_theta"]),
     ({"rope_parameters": {"rope_type": "default", "rope_theta": 0.0}, "rope_theta": 10.0}, ValueError, ["rope_theta"]),

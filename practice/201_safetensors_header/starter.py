@@ -20,7 +20,7 @@ def parse_header(blob: bytes) -> dict[str, dict]:
     """{name: {"dtype", "shape", "start", "end"}} with absolute byte positions in blob.
 
     Skip "__metadata__". Raise SafetensorsError (naming the tensor) on any of the problems the
-    statement lists; the tensors must tile the data buffer exactly.
+    statement lists; the tensors, sorted by (begin, end), must tile the data buffer exactly.
     """
     raise NotImplementedError("TODO: implement parse_header")
 

@@ -83,6 +83,10 @@ def test_empty_and_zero_size_tensors():
     assert sub.parse_header(build([])) == {}
     blob = build([("e", "F32", [0, 3], b""), ("x", "U8", [1], b"\x09")])
     assert sub.read_tensor(blob, "e") == [] and sub.read_tensor(blob, "x") == [9]
+    # the zero-size tensor listed after the one that shares its begin: sorted by (begin, end) it comes first
+    blob = _raw_header({"x": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                        "e": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}, b"\x09")
+    assert sub.read_tensor(blob, "e") == [] and sub.read_tensor(blob, "x") == [9]
 
 
 def _raw_header(header_obj, data):
@@ -124,6 +128,8 @@ NAME = "blk.7.attn_q"     # problems about one tensor: the message names it (quo
     ({"dtype": "F32", "shape": [1], "data_offsets": [0]}, b"\x00" * 4),
     ({"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 8]}, b"\x00" * 4),
     ({"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}, b"\x00" * 4),
+    ({"dtype": "U8", "shape": [1], "data_offsets": [False, True]}, b"\x00"),  # JSON booleans are not integers
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0, 4.0]}, b"\x00" * 4),
     ({"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}, b"\x00" * 2),     # a hole before it
     ({"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}, b"\x00" * 3),     # a byte left after it
     ({"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, b"\x00" * 3),     # past the end

@@ -14,6 +14,7 @@ def plan_loading(weight_map: dict[str, str], params: dict[str, int], packed: dic
     """{file: [(checkpoint name, parameter name, start row, stop row), ...]}, files and entries sorted.
 
     A parameter whose module (second-to-last dotted component) is in `packed` is stacked from its
-    parts in order. Missing names -> LoadPlanError listing all; then unexpected names -> LoadPlanError.
+    parts in order. Missing names -> LoadPlanError listing all; then unexpected names -> LoadPlanError
+    (a name ending with one of ignore_suffixes is not unexpected; if a parameter needs it, it is loaded).
     """
     raise NotImplementedError("TODO: implement plan_loading")

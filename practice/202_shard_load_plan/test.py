@@ -46,6 +46,13 @@ def test_only_the_module_component_counts():
     assert sub.plan_loading({name: "x"}, {name: 2}, PACKED) == {"x": [(name, name, 0, 2)]}
 
 
+def test_a_packed_parameter_without_a_prefix():
+    weight_map = {"q_proj.weight": "x", "k_proj.weight": "x", "v_proj.weight": "y"}
+    assert sub.plan_loading(weight_map, {"qkv_proj.weight": 8}, PACKED) == {
+        "x": [("k_proj.weight", "qkv_proj.weight", 4, 6), ("q_proj.weight", "qkv_proj.weight", 0, 4)],
+        "y": [("v_proj.weight", "qkv_proj.weight", 6, 8)]}
+
+
 def test_missing_lists_all_before_unexpected():
     params = {"a.qkv_proj.weight": 8, "norm.weight": 4}
     weight_map = {"a.q_proj.weight": "f", "extra.weight": "f"}
@@ -86,8 +93,15 @@ def test_ignore_suffixes_are_suffixes():
 
 
 def test_parts_must_add_up():
+    weight_map = {"a.q_proj.weight": "f", "a.k_proj.weight": "f", "a.v_proj.weight": "f"}   # nothing missing
     with pytest.raises(ValueError, match=r"a\.qkv_proj\.weight"):
-        sub.plan_loading({}, {"a.qkv_proj.weight": 9}, PACKED)
+        sub.plan_loading(weight_map, {"a.qkv_proj.weight": 9}, PACKED)
+
+
+def test_a_needed_tensor_with_an_ignorable_suffix_is_loaded():
+    weight_map = {"emb.scale": "a", "rotary.inv_freq": "b", "other.inv_freq": "b"}
+    plan = sub.plan_loading(weight_map, {"emb.scale": 2, "rotary.inv_freq": 4}, PACKED, (".inv_freq",))
+    assert plan == {"a": [("emb.scale", "emb.scale", 0, 2)], "b": [("rotary.inv_freq", "rotary.inv_freq", 0, 4)]}
 
 
 def test_randomized_models():

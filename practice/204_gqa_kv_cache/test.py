@@ -56,6 +56,30 @@ def test_against_the_definition(nh, nkv, hd):
         torch.testing.assert_close(out.double(), naive(q, k, v, offset), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("t, offset, length", [(1, 2, 6), (3, 1, 7)])
+def test_keys_past_the_last_query_are_not_seen(t, offset, length):
+    """k and v may hold more rows than offset + T: query i still sees keys 0 .. offset + i only."""
+    seed = 2040 + t
+    gen = torch.Generator().manual_seed(seed)
+    repro = (f"gen = torch.Generator().manual_seed({seed}); q = torch.randn({t}, 4, 8, generator=gen); "  # noqa: F841
+             f"k, v = torch.randn({length}, 2, 8, generator=gen), torch.randn({length}, 2, 8, generator=gen); "
+             f"out = gqa_attention(q, k, v, {offset})")
+    q = torch.randn(t, 4, 8, generator=gen)
+    k, v = torch.randn(length, 2, 8, generator=gen), torch.randn(length, 2, 8, generator=gen)
+    torch.testing.assert_close(sub.gqa_attention(q, k, v, offset).double(), naive(q, k, v, offset),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_output_has_the_querys_dtype_over_a_bf16_cache():
+    gen = torch.Generator().manual_seed(12)
+    cache = sub.KVCache(4, 1, 8, dtype=torch.bfloat16)
+    q, k, v = torch.randn(2, 2, 8, generator=gen), torch.randn(2, 1, 8, generator=gen), torch.randn(2, 1, 8, generator=gen)
+    out = sub.attention_step(cache, q, k, v)
+    assert out.dtype == torch.float32, f"q is float32, the cache bfloat16: the output is {out.dtype}"
+    torch.testing.assert_close(out.double(), naive(q, k.bfloat16().float(), v.bfloat16().float(), 0),
+                               atol=1e-5, rtol=1e-5)
+
+
 def test_bad_head_counts():
     with pytest.raises(ValueError):
         sub.gqa_attention(torch.zeros(1, 6, 4), torch.zeros(1, 4, 4), torch.zeros(1, 4, 4), 0)

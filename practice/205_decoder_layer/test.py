@@ -112,6 +112,17 @@ def test_causal():
     assert not torch.allclose(sub.decoder_layer(x, torch.arange(6) * 3, weights, config), full, atol=1e-3)
 
 
+def test_causality_follows_row_order_not_positions():
+    """positions only rotate q and k: row i sees rows 0..i even when the positions are not increasing."""
+    config = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "rms_norm_eps": 1e-5,
+              "rope_theta": 500.0}
+    weights = random_layer(3, 32, 48, 4, 2, 8, False)
+    x = torch.randn(5, 32, generator=torch.Generator().manual_seed(4))
+    positions = torch.tensor([6, 2, 9, 0, 4])
+    expected = engine_layer(x, positions, weights, config, "LlamaForCausalLM")
+    torch.testing.assert_close(sub.decoder_layer(x, positions, weights, config), expected, atol=1e-4, rtol=1e-4)
+
+
 # ---------------------------------------------------------------- forward: the engine's DecoderLayer.forward
 
 CONFIG = {"num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 8, "rms_norm_eps": 1e-5, "rope_theta": 500.0}

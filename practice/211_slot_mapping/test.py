@@ -38,6 +38,8 @@ def test_inputs_are_not_modified():
     [([1], 3, 2)],                  # 5 tokens do not fit in one block of 4
     [([1], 0, 0)],                  # num_new must be >= 1
     [([1], -1, 2)],
+    [([1], 0, -1)],                 # a negative num_new too
+    [([1, 2], 8, 1)],               # a decode step past the end of its block table
 ])
 def test_bad_input_raises(requests):
     with pytest.raises(ValueError):

@@ -29,6 +29,12 @@ def test_edge_lengths():
     assert sub.find_cached_prefix([5], 1, {one[0]: 0}) == (0, [])      # the only token must be computed
 
 
+def test_block_id_zero_is_a_hit():
+    h = sub.block_hashes([1, 2, 3, 4, 5], 2)
+    assert sub.find_cached_prefix([1, 2, 3, 4, 5], 2, {h[0]: 0, h[1]: 3}) == (4, [0, 3])
+    assert sub.find_cached_prefix([1, 2, 3, 4, 5], 2, {h[0]: 5, h[1]: 0}) == (4, [5, 0])
+
+
 def test_lookup_stops_at_the_first_miss():
     h = sub.block_hashes([1, 2, 3, 4, 5, 6, 7], 2)
     assert sub.find_cached_prefix([1, 2, 3, 4, 5, 6, 7], 2, {h[0]: 4, h[2]: 6}) == (2, [4])

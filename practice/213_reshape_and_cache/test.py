@@ -15,17 +15,36 @@ def test_example():
 
 
 def test_out_of_range_writes_nothing():
-    cache = torch.zeros(2, 4, 1, 1)
+    key_cache, value_cache = torch.zeros(2, 4, 1, 1), torch.zeros(2, 4, 1, 1)
     with pytest.raises(ValueError):
-        sub.reshape_and_cache(torch.ones(2, 1, 1), torch.ones(2, 1, 1), cache, cache.clone(),
+        sub.reshape_and_cache(torch.ones(2, 1, 1), torch.ones(2, 1, 1), key_cache, value_cache,
                               torch.tensor([0, 8], dtype=torch.int32))
-    assert not cache.any()
+    assert not key_cache.any() and not value_cache.any(), "a rejected call must write neither cache"
 
 
-def test_shape_mismatch():
+def test_every_negative_slot_is_padding():
+    key_cache, value_cache = torch.zeros(2, 2, 1, 1), torch.zeros(2, 2, 1, 1)
+    key = torch.tensor([[[1.]], [[2.]], [[3.]], [[4.]]])
+    sub.reshape_and_cache(key, 10 * key, key_cache, value_cache, torch.tensor([1, -2, -4, 2], dtype=torch.int32))
+    assert key_cache.flatten().tolist() == [0., 1., 4., 0.], "slots < 0 (not only -1) are padding"
+    assert value_cache.flatten().tolist() == [0., 10., 40., 0.]
+
+
+@pytest.mark.parametrize("key, value, key_cache, value_cache, slots", [
+    ((2, 2, 4), (2, 2, 4), (2, 4, 1, 4), (2, 4, 1, 4), 2),      # two KV heads, a cache of one
+    ((2, 1, 4), (2, 1, 2), (2, 4, 1, 4), (2, 4, 1, 4), 2),      # value narrower than key
+    ((2, 1, 4), (3, 1, 4), (2, 4, 1, 4), (2, 4, 1, 4), 2),      # value with another token count
+    ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (2, 4, 1, 4), 3),      # a slot_mapping of another length
+    ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (2, 4, 2, 4), 2),      # value cache of another shape
+    ((2, 1, 4), (2, 1, 4), (2, 4, 1, 4), (3, 4, 1, 4), 2),
+    ((0, 2, 4), (0, 2, 4), (2, 4, 1, 4), (2, 4, 1, 4), 0),      # an empty step is checked too
+])
+def test_shape_mismatch(key, value, key_cache, value_cache, slots):
+    # shown on failure: reshape_and_cache(torch.ones(*key), torch.ones(*value), torch.zeros(*key_cache),
+    #                                     torch.zeros(*value_cache), torch.arange(slots, dtype=torch.int32))
     with pytest.raises(ValueError):
-        sub.reshape_and_cache(torch.ones(2, 2, 4), torch.ones(2, 2, 4), torch.zeros(2, 4, 1, 4),
-                              torch.zeros(2, 4, 1, 4), torch.tensor([0, 1], dtype=torch.int32))
+        sub.reshape_and_cache(torch.ones(*key), torch.ones(*value), torch.zeros(*key_cache),
+                              torch.zeros(*value_cache), torch.arange(slots, dtype=torch.int32))
 
 
 @pytest.mark.parametrize("seed", range(4))

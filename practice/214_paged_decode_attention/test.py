@@ -83,6 +83,22 @@ def test_unused_columns_are_never_read_and_a_full_row_fits():
     torch.testing.assert_close(got, reference(query, key_cache, value_cache, safe, lens, 0.5), atol=1e-5, rtol=1e-5)
 
 
+def test_unwritten_slots_may_hold_nan():
+    """The engine allocates its caches with torch.empty: slots past seq_len in the last block may be NaN."""
+    gen = torch.Generator().manual_seed(8)
+    bs, nkv, nh, hd = 4, 2, 4, 8
+    key_cache, value_cache = torch.randn(6, bs, nkv, hd, generator=gen), torch.randn(6, bs, nkv, hd, generator=gen)
+    tables = torch.tensor([[4, 1], [2, 0], [3, 5]], dtype=torch.int32)
+    lens = torch.tensor([bs + 2, 3, 1], dtype=torch.int32)
+    for block, first in ((1, 2), (2, 3), (3, 1)):              # the unwritten tail of each last block
+        key_cache[block, first:] = float("nan")
+        value_cache[block, first:] = float("nan")
+    query = torch.randn(3, nh, hd, generator=gen)
+    got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, 0.5)
+    assert not got.isnan().any(), f"NaN from slots past seq_len leaked into the output: {got.isnan().nonzero().tolist()}"
+    torch.testing.assert_close(got, reference(query, key_cache, value_cache, tables, lens, 0.5), atol=1e-5, rtol=1e-5)
+
+
 def test_peaked_bf16_scores_need_fp32_arithmetic():
     """Large scores: rounding them to bf16 moves the softmax weights far more than the output's rounding."""
     gen = torch.Generator().manual_seed(3)

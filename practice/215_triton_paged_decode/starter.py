@@ -20,7 +20,8 @@ def _decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, block_tables_ptr, s
     # TODO 1: q = this head's query vector, fp32 (q_ptr + seq * q_stride_b + head * q_stride_h + offs_d)
     # TODO 2: for j in range(0, tl.cdiv(seq_len, BLOCK_SIZE)): block id from the block table, then keys at
     #         k_cache_ptr + block * c_stride_b + offs_s[:, None] * c_stride_s + kv_head * c_stride_h + offs_d[None, :]
-    # TODO 3: online softmax (m, l, acc), masking positions >= seq_len
+    # TODO 3: online softmax (m, l, acc), masking positions >= seq_len (in the K and the V loads too: unwritten
+    #         slots may hold NaN)
     # TODO 4: store acc / l at out_ptr + seq * q_stride_b + head * q_stride_h + offs_d
     pass
 

@@ -68,3 +68,17 @@ def test_scores_far_below_zero():
     tables, lens = torch.tensor([[2, 0, 1]], dtype=torch.int32), torch.tensor([10], dtype=torch.int32)
     got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, 1.0)
     torch.testing.assert_close(got, reference(query, key_cache, value_cache, tables, lens, 1.0), atol=1e-5, rtol=1e-5)
+
+
+def test_unwritten_slots_may_hold_nan():
+    """Slots past seq_len in the last block were never written (NaN in a torch.empty cache): mask K and V loads."""
+    gen = torch.Generator().manual_seed(12)
+    bs, hd = 4, 8
+    key_cache, value_cache = torch.randn(3, bs, 1, hd, generator=gen), torch.randn(3, bs, 1, hd, generator=gen)
+    key_cache[0, 2:] = float("nan")
+    value_cache[0, 2:] = float("nan")
+    query = torch.randn(1, 2, hd, generator=gen)
+    tables, lens = torch.tensor([[2, 0, 1]], dtype=torch.int32), torch.tensor([6], dtype=torch.int32)
+    got = sub.paged_decode_attention(query, key_cache, value_cache, tables, lens, 0.5)
+    assert not got.isnan().any(), f"NaN from slots past seq_len leaked into the output: {got.tolist()}"
+    torch.testing.assert_close(got, reference(query, key_cache, value_cache, tables, lens, 0.5), atol=1e-5, rtol=1e-5)

@@ -29,6 +29,14 @@ def test_example():
     assert pool.cached_blocks() == {h(None, [7, 7]): 2, h(None, [5, 5]): 1}
 
 
+def test_cached_blocks_is_a_copy():
+    pool = sub.PrefixCachePool(num_blocks=4, block_size=2)
+    pool.allocate([1, 2, 3])
+    pool.cached_blocks().clear()                 # the caller's copy: the pool's cache stays
+    assert pool.cached_blocks() == {h(None, [1, 2]): 0}
+    assert pool.allocate([1, 2, 9]) == [0, 2], "the cached block [1, 2] still hits"
+
+
 def test_reviving_an_evictable_hit_counts_against_the_free_blocks():
     pool = sub.PrefixCachePool(num_blocks=2, block_size=2)
     pool.free(pool.allocate([1, 2, 3]))          # block 0 cached ([1,2]), block 1 empty

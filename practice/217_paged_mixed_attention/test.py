@@ -21,6 +21,14 @@ def test_more_queries_than_keys_is_an_error():
                             torch.tensor([0, 3], dtype=torch.int32), torch.tensor([2], dtype=torch.int32), 1.0)
 
 
+def test_one_request_with_more_queries_than_keys_is_an_error():
+    cache = torch.zeros(2, 4, 1, 2)
+    tables = torch.tensor([[0, 1], [1, 0]], dtype=torch.int32)
+    with pytest.raises(ValueError):       # 4 queries over 7 KV tokens in all, but request 1 has 3 for 2
+        sub.paged_attention(torch.zeros(4, 1, 2), cache, cache, tables, torch.tensor([0, 1, 4], dtype=torch.int32),
+                            torch.tensor([5, 2], dtype=torch.int32), 1.0)
+
+
 def reference(query, key_cache, value_cache, block_tables, query_start_loc, seq_lens, scale):
     bs, group = key_cache.shape[1], query.shape[1] // key_cache.shape[2]
     out = torch.zeros(query.shape)
@@ -77,6 +85,24 @@ def test_unused_columns_are_never_read_and_a_full_row_fits():
     got = sub.paged_attention(query, key_cache, value_cache, tables, qsl, lens, 0.5)
     want = reference(query, key_cache, value_cache, tables.clamp(0, 4), qsl, lens, 0.5)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_unwritten_slots_may_hold_nan():
+    """The engine allocates its caches with torch.empty: slots past seq_len in the last block may be NaN."""
+    gen = torch.Generator().manual_seed(8)
+    bs, nkv, nh, hd = 4, 1, 2, 8
+    key_cache, value_cache = torch.randn(5, bs, nkv, hd, generator=gen), torch.randn(5, bs, nkv, hd, generator=gen)
+    tables = torch.tensor([[3, 0], [4, 2], [1, 2]], dtype=torch.int32)
+    lens = torch.tensor([bs + 3, 3, 2], dtype=torch.int32)
+    for block, first in ((0, 3), (4, 3), (1, 2)):              # the unwritten tail of each last block
+        key_cache[block, first:] = float("nan")
+        value_cache[block, first:] = float("nan")
+    qsl = torch.tensor([0, 5, 6, 8], dtype=torch.int32)        # a chunk of 5, a decode, a whole prompt of 2
+    query = torch.randn(8, nh, hd, generator=gen)
+    got = sub.paged_attention(query, key_cache, value_cache, tables, qsl, lens, 0.5)
+    assert not got.isnan().any(), f"NaN from slots past seq_len leaked into the output: {got.isnan().nonzero().tolist()}"
+    torch.testing.assert_close(got, reference(query, key_cache, value_cache, tables, qsl, lens, 0.5),
+                               atol=1e-5, rtol=1e-5)
 
 
 def test_peaked_bf16_scores_need_fp32_arithmetic():
