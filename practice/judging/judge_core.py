@@ -88,6 +88,7 @@ The CLI also checks that the verdict it reads is consistent with the test file (
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import marshal
@@ -170,6 +171,20 @@ class _CappedBytes(io.RawIOBase):
         return "".join(pieces)
 
 
+_PREFIXES = tuple(os.path.join(p, "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+
+
+def _realpath(path: str) -> str:
+    """os.path.realpath; remembered for files under Python's own prefixes (pytest, pluggy, the standard library:
+    a failing run asks for every frame of every test), never for others (a project's links may change)."""
+    return _installed_realpath(path) if path.startswith(_PREFIXES) else os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed_realpath(path: str) -> str:
+    return os.path.realpath(path)
+
+
 def _owner(filename: str, run_dir: str, learner_dir: str) -> str:
     """Whose file a frame is in: "test", "submission", "learner" (beside the submitted file) or "library"."""
     if filename.startswith("<"):   # <frozen importlib._bootstrap>, <string>: never the learner's
@@ -178,7 +193,7 @@ def _owner(filename: str, run_dir: str, learner_dir: str) -> str:
     for owner in (_TEST, _SUBMISSION):
         if path == os.path.join(run_dir, owner + ".py"):
             return owner
-    real = os.path.realpath(path)
+    real = _realpath(path)
     parts = real.split(os.sep)
     if learner_dir and real.startswith(learner_dir + os.sep) and "site-packages" not in parts \
             and "dist-packages" not in parts and not real.startswith(_JUDGE_DIR + os.sep):
