@@ -514,7 +514,8 @@ def run_engine(models: dict, expected: dict, reference_objects: dict[str, Any], 
             with installed(objects, counts), environment(run), worker_parts(run, objects, files, counts):
                 outcome = run_model(model, learner_files)
             outcome["calls"] = {path: counts[path] - before[path] for path in counts if counts[path] > before[path]}
-            cache.store_run(key, outcome, placeholders)
+            if "error" not in outcome:   # a failure is run again next time (it may be the machine's, not the code's)
+                cache.store_run(key, outcome, placeholders)
         else:
             progress(f"{name} (cached)")
             for path, calls in outcome["calls"].items():
