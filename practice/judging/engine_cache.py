@@ -6,10 +6,10 @@ result depends on, so that a change to any of it is a new name and nothing stale
 - ``checkpoint/<key>/``: a tiny checkpoint and the greedy tokens transformers generated for the standard
   requests (key: the architecture and its seed, the prompts and token count, the source of
   mini_platform.model, the versions of Python, torch and transformers);
-- ``run/<key>.json``: one engine run of the standard load: its steps, outputs, statistics or exception,
-  and the calls per part (key: the run's definition, the checkpoint's key, the source of the whole
-  mini_platform package and of engine_run.py, the versions, and for each learner's part in play in that
-  run its exercise, paths and the sha256 of its file).
+- ``run/<key>.json``: one engine run of the standard load that finished: its steps, outputs, statistics and
+  the calls per part (key: the run's definition, the checkpoint's key, the source of the whole mini_platform
+  package and of engine_run.py, the versions, and for each learner's part that the all-reference engine
+  calls in that run its exercise, paths and the sha256 of its file). A run that raised is not stored.
 
 So a second ``judge.py engine`` with one changed file runs again only the engines that file's parts are in
 play in; everything else, transformers included, is read back. The learner's file paths are stored as
