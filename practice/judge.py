@@ -431,6 +431,12 @@ def cmd_engine(args) -> int:
     return 0 if summary["equal"] else 1
 
 
+def _first_failure(verdict: dict) -> str:
+    """The first test that did not pass, with its message (the verdict's message when none ran), short."""
+    first = next((t for t in verdict["tests"] if t["outcome"] != "passed"), None)
+    return (first["name"] + ": " + first["message"] if first else verdict["message"]).strip()[:300]
+
+
 def check_exercise(exercise: Exercise) -> dict:
     """Maintainer checks for one exercise, judged in one child process (sandbox.run_batch):
     {"problems": [...], "warnings": [...], "skipped": reason or "", "wrong": [{"file", "status", "mistake"}],
@@ -447,8 +453,7 @@ def check_exercise(exercise: Exercise) -> dict:
     judged, judged_right = judged[:len(wrong)], judged[len(wrong):]
     problems = report["problems"]
     if solution["status"] != "accepted":
-        first = next((t for t in solution["tests"] if t["outcome"] != "passed"), None)
-        why = (first["name"] + ": " + first["message"] if first else solution["message"]).strip()[:300]
+        why = _first_failure(solution)
         problems.append(tr(f"solution.py 没有通过：{solution['status']}（{why}）",
                            f"solution.py is not accepted: {solution['status']} ({why})"))
     if starter["status"] == "accepted":
@@ -468,8 +473,7 @@ def check_exercise(exercise: Exercise) -> dict:
         how = exercises.mistake(path, exercises.CORRECT_PREFIX)
         report["right"].append({"file": f"right/{path.name}", "status": verdict["status"], "how": how})
         if verdict["status"] != "accepted":
-            first = next((t for t in verdict["tests"] if t["outcome"] != "passed"), None)
-            why = (first["name"] + ": " + first["message"] if first else verdict["message"]).strip()[:300]
+            why = _first_failure(verdict)
             problems.append(tr(f"right/{path.name} 被拒绝（正确的另一种写法必须通过：{how}；{why}）",
                                f"right/{path.name} is rejected (a correct alternative must be accepted: {how}; {why})"))
     return report

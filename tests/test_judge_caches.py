@@ -31,20 +31,21 @@ def judged(tmp_path: Path, test: str, answer: str, cache: Path) -> dict:
     return judge_core.run_tests(tmp_path / "test.py", tmp_path / "answer.py", tmp_path / "work", str(cache))
 
 
-def test_rewritten_assertions_are_kept_by_the_test_files_content(tmp_path):
+def test_rewritten_assertions_are_kept_by_the_test_files_content(tmp_path, monkeypatch):
     cache = tmp_path / "rewritten"
     judge_core._REWRITTEN.clear()
     assert judged(tmp_path, TEST, "def double(x):\n    return 2 * x\n", cache)["status"] == "accepted"
     stored = sorted(cache.iterdir())
     assert len(stored) == 1
     judge_core._REWRITTEN.clear()   # a new process: read back from the folder, not rewritten again
-    stored[0].write_bytes(stored[0].read_bytes())
+    monkeypatch.setattr(judge_core, "_rewrite_test", lambda *args: (_ for _ in ()).throw(AssertionError("rewritten")))
     wrong = judged(tmp_path, TEST, "def double(x):\n    return 2 * x + (x > 10)\n", cache)
     assert sorted(cache.iterdir()) == stored
     failed = next(t for t in wrong["tests"] if t["outcome"] == "failed")
     # still pytest's rewritten assertion (the values shown), and the frame names this run's test.py
     assert "double(21) gave 43" in failed["message"] and "assert 43 == 42" in failed["message"], failed
     assert failed["details"].startswith("test.py:10 in test_large"), failed["details"]
+    monkeypatch.undo()
     changed = judged(tmp_path, TEST.replace("== 4\n", "== 4, 'two'\n"), "def double(x):\n    return 2 * x\n", cache)
     assert changed["status"] == "accepted" and len(list(cache.iterdir())) == 2   # another content, another entry
 

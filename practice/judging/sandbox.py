@@ -294,11 +294,11 @@ def _finish(verdict: dict | None, run: dict, exercise: Exercise, timeout: float,
 
 def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: int) -> dict:
     pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
-    started: list[str] = []   # "test NAME" as each test starts
+    last = {"test": ""}   # the test that started last ("test NAME" progress lines, one as each test starts)
     env = child_env([e for e, _ in jobs])
     run = run_child(__name__, [json.dumps(pairs), str(cache_folder("tests"))], env, timeout * len(jobs), memory_mb,
-                    started.append)
-    run.update(running=started[-1][5:] if started else "", triton_interpreter=env.get("TRITON_INTERPRET") == "1"
+                    lambda line: last.update(test=line[len("test "):]))
+    run.update(running=last["test"], triton_interpreter=env.get("TRITON_INTERPRET") == "1"
                and any("triton" in exercise.requires for exercise, _ in jobs))
     return run
 
