@@ -44,7 +44,12 @@ KERNEL_MODULES = {
     "paged_decode_attention": "attention",
     "paged_attention": "attention",
     "moe_topk_softmax": "moe",
+    "moe_grouped_topk": "moe",
     "fused_experts": "moe",
+    "concat_and_cache_mla": "mla",
+    "mla_decode_attention": "mla",
+    "gather_mla_cache": "mla",
+    "mla_prefill_attention": "mla",
 }
 
 
@@ -74,7 +79,7 @@ def use_backend(name: str) -> Iterator[None]:
 
 def register_backend(name: str, package: str) -> None:
     """Add kernel backend ``name``, served by ``package``: one module per kernel family, named as in
-    ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``), each defining the
+    ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``, ``mla``), each defining the
     kernels of the same names. Nothing is imported until a kernel is first asked for. Registering a name
     again with the same package does nothing; with another package it is an error (built-ins included).
     """
@@ -215,6 +220,25 @@ def moe_topk_softmax(router_logits, top_k: int, renormalize: bool, *, backend: s
     return get_kernel("moe_topk_softmax", backend)(router_logits, top_k, renormalize)
 
 
+def moe_grouped_topk(router_logits, top_k: int, num_expert_group: int, topk_group: int, renormalize: bool,
+                     scoring_func: str = "softmax", e_score_correction_bias=None, routed_scaling_factor: float = 1.0, *,
+                     backend: str | None = None):
+    """Grouped top-k routing (DeepSeek-V2/V3, vLLM's ``grouped_topk``): ``router_logits`` ``[T, E]`` ->
+    ``(topk_weights fp32 [T, K], topk_ids int32 [T, K])``.
+
+    1. ``scores = sigmoid(logits)`` or ``softmax(logits)`` (``scoring_func``), in fp32;
+    2. ``choice = scores + e_score_correction_bias`` (the bias only steers the choice; V3), else ``scores``;
+    3. the E experts form ``num_expert_group`` groups of consecutive ids; a group's score is the sum of its two
+       largest ``choice`` values when there is a bias (V3), else its largest ``choice`` (V2);
+    4. keep the ``topk_group`` best groups, then the ``top_k`` best experts by ``choice`` inside them, in
+       descending ``choice`` order; among equal values (groups or experts) the lower id comes first;
+    5. the weights are the UNBIASED ``scores`` of those experts, divided by their sum when ``renormalize``,
+       then multiplied by ``routed_scaling_factor``.
+    """
+    return get_kernel("moe_grouped_topk", backend)(router_logits, top_k, num_expert_group, topk_group, renormalize,
+                                                   scoring_func, e_score_correction_bias, routed_scaling_factor)
+
+
 def fused_experts(hidden, w13, w2, topk_weights, topk_ids, expert_map=None, *, backend: str | None = None):
     """The routed experts of a MoE layer: ``out[t] = sum_j w[t, j] * expert_{ids[t, j]}(hidden[t])``.
 
@@ -228,3 +252,40 @@ def fused_experts(hidden, w13, w2, topk_weights, topk_ids, expert_map=None, *, b
     Returns ``[T, H]`` in hidden's dtype; products and sums accumulate in fp32.
     """
     return get_kernel("fused_experts", backend)(hidden, w13, w2, topk_weights, topk_ids, expert_map)
+
+
+# MLA (multi-head latent attention, DeepSeek-V2/V3) shapes: L = kv_lora_rank (the latent), R = qk_rope_head_dim,
+# the latent cache of a layer is ``kv_c_cache`` ``[nb, bs, 1, L]`` and ``k_pe_cache`` ``[nb, bs, 1, R]``
+# (one entry per token, shared by every head; vllm-ascend's layout).
+
+def concat_and_cache_mla(kv_c, k_pe, kv_c_cache, k_pe_cache, slot_mapping, *, backend: str | None = None) -> None:
+    """Write the latents ``kv_c`` ``[T, L]`` (already RMS-normed) and rotary keys ``k_pe`` ``[T, R]`` (already
+    rotated) to ``slot_mapping`` (int32 ``[T]``, ``block * bs + offset``); slots ``< 0`` are padding, skipped. In place."""
+    return get_kernel("concat_and_cache_mla", backend)(kv_c, k_pe, kv_c_cache, k_pe_cache, slot_mapping)
+
+
+def mla_decode_attention(q_nope, q_pe, kv_c_cache, k_pe_cache, block_tables, seq_lens, scale: float, *,
+                         backend: str | None = None):
+    """Absorbed MLA decode, one query token per request. ``q_nope`` ``[B, nh, L]`` is the no-rope query with
+    ``W_UK`` already folded in, ``q_pe`` ``[B, nh, R]`` the rotated rope query. Over the first ``seq_lens[b]``
+    cached tokens ``t`` of block-table row ``b``: ``score = scale * (q_nope . kv_c[t] + q_pe . k_pe[t])``,
+    softmax in fp32, output ``sum_t p_t * kv_c[t]``: a latent ``[B, nh, L]`` in q_nope's dtype (the caller
+    applies ``W_UV``). A request of length 0 (graph padding) gives zeros."""
+    return get_kernel("mla_decode_attention", backend)(q_nope, q_pe, kv_c_cache, k_pe_cache, block_tables,
+                                                       seq_lens, scale)
+
+
+def gather_mla_cache(kv_c_cache, k_pe_cache, block_tables, seq_lens, *, backend: str | None = None):
+    """Read back the first ``seq_lens[b]`` cached tokens of every request, requests end to end: ``(kv_c [S, L],
+    k_pe [S, R])`` with ``S = sum(seq_lens)`` (request ``b`` at rows ``cumsum(seq_lens)[b-1]`` on)."""
+    return get_kernel("gather_mla_cache", backend)(kv_c_cache, k_pe_cache, block_tables, seq_lens)
+
+
+def mla_prefill_attention(query, key, value, query_start_loc, kv_start_loc, scale: float, *,
+                          backend: str | None = None):
+    """Causal attention over contiguous per-request K/V whose head dims differ (MLA's expanded prefill):
+    ``query`` ``[T, nh, Dqk]``, ``key`` ``[S, nh, Dqk]``, ``value`` ``[S, nh, Dv]``; request ``b`` owns query rows
+    ``query_start_loc[b]:[b+1]`` and K/V rows ``kv_start_loc[b]:[b+1]`` (both int32 ``[B+1]``, cumulative). Its
+    ``n`` queries are its last ``n`` positions of ``s`` keys: query ``i`` sees keys ``0 .. s - n + i``. Softmax in
+    fp32; returns ``[T, nh, Dv]`` in query's dtype, zeros for rows past ``query_start_loc[-1]``."""
+    return get_kernel("mla_prefill_attention", backend)(query, key, value, query_start_loc, kv_start_loc, scale)

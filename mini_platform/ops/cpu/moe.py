@@ -88,3 +88,49 @@ def fused_experts(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, top
         y = F.linear(F.silu(gate) * up, w2[e].float())
         out.index_add_(0, tokens, y * topk_weights[tokens, slots].float().unsqueeze(-1))
     return out.to(hidden.dtype)
+
+
+def check_grouped_topk_args(router_logits: torch.Tensor, top_k: int, num_expert_group: int, topk_group: int,
+                            scoring_func: str, e_score_correction_bias: torch.Tensor | None) -> None:
+    """Shapes and settings every backend relies on (no host sync)."""
+    check_topk_args(router_logits, top_k)
+    num_experts = router_logits.shape[1]
+    for name, value in (("num_expert_group", num_expert_group), ("topk_group", topk_group)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if num_experts % num_expert_group:
+        raise ValueError(f"num_expert_group={num_expert_group} must divide the number of experts {num_experts}")
+    if topk_group > num_expert_group:
+        raise ValueError(f"topk_group={topk_group} exceeds num_expert_group={num_expert_group}")
+    if top_k > topk_group * (num_experts // num_expert_group):
+        raise ValueError(f"top_k={top_k} exceeds the {topk_group} chosen groups of "
+                         f"{num_experts // num_expert_group} experts")
+    if scoring_func not in ("softmax", "sigmoid"):
+        raise ValueError(f"scoring_func must be 'softmax' or 'sigmoid', got {scoring_func!r}")
+    if e_score_correction_bias is not None and e_score_correction_bias.shape != (num_experts,):
+        raise ValueError(f"e_score_correction_bias must be [{num_experts}], got {tuple(e_score_correction_bias.shape)}")
+
+
+def moe_grouped_topk(router_logits: torch.Tensor, top_k: int, num_expert_group: int, topk_group: int,
+                     renormalize: bool, scoring_func: str = "softmax",
+                     e_score_correction_bias: torch.Tensor | None = None,
+                     routed_scaling_factor: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grouped top-k routing (DeepSeek-V2/V3); see ``mini_platform.ops.moe_grouped_topk`` for the rules."""
+    check_grouped_topk_args(router_logits, top_k, num_expert_group, topk_group, scoring_func,
+                            e_score_correction_bias)
+    logits = router_logits.float()
+    scores = torch.sigmoid(logits) if scoring_func == "sigmoid" else torch.softmax(logits, dim=-1)
+    choice = scores if e_score_correction_bias is None else scores + e_score_correction_bias.float()
+    grouped = choice.unflatten(-1, (num_expert_group, -1))                       # [T, G, E/G]
+    if e_score_correction_bias is None:
+        group_scores = grouped.amax(dim=-1)                                      # V2: the best expert of a group
+    else:
+        group_scores = grouped.sort(dim=-1, descending=True)[0][..., :2].sum(dim=-1)   # V3: its best two
+    groups = group_scores.sort(dim=-1, descending=True, stable=True)[1][:, :topk_group]
+    kept = torch.zeros_like(group_scores, dtype=torch.bool).scatter_(1, groups, True)
+    masked = choice.masked_fill(~kept.repeat_interleave(grouped.shape[-1], dim=1), float("-inf"))
+    ids = masked.sort(dim=-1, descending=True, stable=True)[1][:, :top_k]
+    weights = scores.gather(1, ids)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return (weights * routed_scaling_factor).contiguous(), ids.to(torch.int32)
