@@ -227,16 +227,22 @@ class LLMEngine:
         self._ids = itertools.count()
 
     def _num_kv_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
-        """Each rank's KV cache plan (a rank caches only its KV heads): room for max_num_seqs full-length requests,
+        """Each rank's KV cache plan (a rank caches only its KV heads; an MLA model's latent cache is whole on every
+        rank): room for max_num_seqs full-length requests,
         at most DEFAULT_KV_CACHE_BYTES per rank. ``num_kv_blocks`` overrides the number of blocks, the way vLLM's
         ``num_gpu_blocks_override`` replaces the planned count (``get_num_blocks``, vllm/v1/core/kv_cache_utils.py
         at commit bbf906a8); the bytes of a block stay the plan's."""
-        plan = sharding.kv_cache_plan(c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
-                                      self.config.tensor_parallel_size, self.config.block_size,
-                                      DEFAULT_KV_CACHE_BYTES, dtype.itemsize)
-        self.kv_block_bytes_per_rank = plan["block_bytes"]
+        if c.mla is not None:  # one latent + rotary key per token and layer, the same on every rank
+            self.kv_block_bytes_per_rank = (c.num_hidden_layers * self.config.block_size * dtype.itemsize
+                                            * (c.mla.kv_lora_rank + c.mla.qk_rope_head_dim))
+            planned = DEFAULT_KV_CACHE_BYTES // self.kv_block_bytes_per_rank
+        else:
+            plan = sharding.kv_cache_plan(c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
+                                          self.config.tensor_parallel_size, self.config.block_size,
+                                          DEFAULT_KV_CACHE_BYTES, dtype.itemsize)
+            self.kv_block_bytes_per_rank, planned = plan["block_bytes"], plan["num_blocks"]
         wanted = self.config.max_num_seqs * cdiv(self.max_model_len, self.config.block_size)
-        return self.config.num_kv_blocks or min(wanted, plan["num_blocks"])
+        return self.config.num_kv_blocks or min(wanted, planned)
 
     # -- requests -----------------------------------------------------------------------------------
     def tokenize(self, prompt: Prompt) -> list[int]:

@@ -1,6 +1,6 @@
 """Greedy generation from the command line with the reference (contiguous KV cache) model.
 
-    python -m mini_platform.generate --make-tiny /tmp/tiny --arch qwen2 --seed 0   (or llama, mixtral, qwen2_moe)
+    python -m mini_platform.generate --make-tiny /tmp/tiny --arch qwen2 --seed 0   (or llama, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)
     python -m mini_platform.generate --model /tmp/tiny --prompt-ids 1,2,3 --max-tokens 8 [--backend triton]
 
 The last line printed is the generated token ids, comma-separated. Bad input exits with status 2.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 BACKENDS = ("cpu", "triton", "npu")
-TINY_ARCHS = ("llama", "qwen2", "mixtral", "qwen2_moe")  # mini_platform.model.tiny.ARCHITECTURES (no torch import here)
+TINY_ARCHS = ("llama", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")  # mini_platform.model.tiny.ARCHITECTURES (no torch import here)
 DTYPES = ("float32", "bfloat16", "float16")
 
 

@@ -36,7 +36,7 @@ from .compilation import buffers
 from .compilation import capture_sizes as graph_sizes
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
-from .model.paged_attention import AttentionMetadata, allocate_kv_caches
+from .model.paged_attention import AttentionMetadata, allocate_kv_caches, allocate_mla_caches
 from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
 
@@ -165,8 +165,12 @@ class ModelRunner:
                  graph_wrapper_cls: str | None = None, capture_sizes: Sequence[int] = ()) -> None:
         self.model, self.device, self.backend = model, model.device, backend
         c = model.config
-        self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, model.num_kv_heads,
-                                            c.head_dim, model.dtype, self.device)
+        if c.mla is not None:
+            self.kv_caches = allocate_mla_caches(c.num_hidden_layers, num_blocks, block_size, c.mla.kv_lora_rank,
+                                                 c.mla.qk_rope_head_dim, model.dtype, self.device)
+        else:
+            self.kv_caches = allocate_kv_caches(c.num_hidden_layers, num_blocks, block_size, model.num_kv_heads,
+                                                c.head_dim, model.dtype, self.device)
         attention_cls = utils.resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
         self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []

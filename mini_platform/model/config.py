@@ -13,9 +13,14 @@ from typing import Any
 
 from .moe_config import MoEConfig, moe_config, reject_unsupported_moe
 
-SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM")
+SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MixtralForCausalLM",
+                           "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
 MODEL_TYPES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",  # used when 'architectures' is absent
-               "mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM"}
+               "qwen3": "Qwen3ForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM",
+               "qwen3_moe": "Qwen3MoeForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
+               "deepseek_v3": "DeepseekV3ForCausalLM"}
+MLA_ARCHITECTURES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
+QWEN_ARCHITECTURES = ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
 # RoPE kind -> the keys it needs besides rope_theta (original_max_position_embeddings defaults as in transformers).
 SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
                         "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "yarn": ()}
@@ -23,6 +28,42 @@ SUPPORTED_ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("facto
 
 class UnsupportedModelError(ValueError):
     """The checkpoint asks for something this engine does not implement (architecture, RoPE kind, ...)."""
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """Multi-head latent attention (DeepSeek-V2/V3): the query goes through a low-rank ``q_lora_rank`` bottleneck
+    (None: one ``q_proj``, as in V2-Lite); keys and values come from one cached latent of ``kv_lora_rank`` values
+    plus a rotary key of ``qk_rope_head_dim`` shared by every head."""
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    rope_interleave: bool = True   # rotate pairs (x0, x1), (x2, x3), ... (V2 always; V3 unless configured off)
+
+    def __post_init__(self) -> None:
+        for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            value = getattr(self, name)
+            if not _is_int(value) or value <= 0:
+                raise ValueError(f"config field {name} must be a positive integer, got {value!r}")
+        if self.q_lora_rank is not None and (not _is_int(self.q_lora_rank) or self.q_lora_rank <= 0):
+            raise ValueError(f"config field q_lora_rank must be a positive integer or null, got {self.q_lora_rank!r}")
+        if self.qk_rope_head_dim % 2:
+            raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} must be even for rotary embeddings")
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @classmethod
+    def from_dict(cls, arch: str, cfg: dict[str, Any]) -> "MLAConfig":
+        missing = [k for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if cfg.get(k) is None]
+        if missing:
+            raise ValueError(f"config.json of {arch} lacks the MLA field(s) {missing}")
+        interleave = True if arch == "DeepseekV2ForCausalLM" else cfg.get("rope_interleave", True) is not False
+        return cls(cfg.get("q_lora_rank"), cfg["kv_lora_rank"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"],
+                   cfg["v_head_dim"], interleave)
 
 
 @dataclass(frozen=True)
@@ -45,7 +86,9 @@ class ModelConfig:
     mlp_bias: bool = False
     eos_token_id: int | list[int] | None = None
     dtype: str = "float32"      # the checkpoint's dtype (``torch_dtype`` / ``dtype``), as a name
-    moe: MoEConfig | None = None  # experts (Mixtral, Qwen2-MoE); None = every layer has a dense MLP
+    moe: MoEConfig | None = None  # experts (Mixtral, Qwen2/3-MoE, DeepSeek); None = every layer has a dense MLP
+    qk_norm: bool = False       # Qwen3: RMSNorm over each head of q and k before RoPE
+    mla: MLAConfig | None = None  # DeepSeek-V2/V3: latent attention (``head_dim`` is then qk_rope_head_dim)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -100,19 +143,20 @@ class ModelConfig:
         act = cfg.get("hidden_act", "silu")
         if act not in ("silu", "swish"):  # transformers maps both names to SiLU
             raise UnsupportedModelError(f"hidden_act={act!r} is not supported; only 'silu' (SwiGLU MLP) is")
-        if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM"):  # Llama has no sliding window
+        if arch in QWEN_ARCHITECTURES or arch == "MixtralForCausalLM":  # Llama and DeepSeek have no sliding window
             _reject_sliding_window(cfg, arch)
         missing = [k for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                "num_attention_heads") if cfg.get(k) is None]
         if missing:
             raise ValueError(f"config.json lacks required field(s) {missing}")
         heads = cfg["num_attention_heads"]
-        head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
-        if not cfg.get("head_dim") and cfg["hidden_size"] % heads:
+        mla = MLAConfig.from_dict(arch, cfg) if arch in MLA_ARCHITECTURES else None
+        head_dim = mla.qk_rope_head_dim if mla else cfg.get("head_dim") or cfg["hidden_size"] // heads  # as transformers
+        if not mla and not cfg.get("head_dim") and cfg["hidden_size"] % heads:
             raise ValueError(f"hidden_size={cfg['hidden_size']} is not divisible by num_attention_heads={heads} "
                              "and config.json gives no head_dim")
         theta, scaling = rope_settings(cfg)  # looked up at call time (exercise 200 stands in for it)
-        is_qwen2 = arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM")
+        is_qwen2 = arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM")  # Qwen3 has Llama's attention_bias
         attention_bias = bool(cfg.get("attention_bias", False))
         if arch == "Qwen2MoeForCausalLM":  # transformers' Qwen2MoeConfig: qkv_bias, default on
             attention_bias = bool(cfg.get("qkv_bias", True))
@@ -123,7 +167,7 @@ class ModelConfig:
             intermediate_size=cfg["intermediate_size"],
             num_hidden_layers=cfg["num_hidden_layers"],
             num_attention_heads=heads,
-            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
+            num_key_value_heads=heads if mla else cfg.get("num_key_value_heads") or heads,  # MLA: a latent for all
             head_dim=head_dim,
             max_position_embeddings=cfg.get("max_position_embeddings", 2048),
             rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
@@ -136,6 +180,8 @@ class ModelConfig:
             eos_token_id=cfg.get("eos_token_id"),
             dtype=str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32"),
             moe=moe_config(arch, cfg),
+            qk_norm=arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+            mla=mla,
             raw=dict(cfg),
         )
 
@@ -206,11 +252,11 @@ def rope_settings(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
 
 
 def _sliding_by_default(arch: str, layer: int, max_window_layers: int) -> bool:
-    """transformers' default ``layer_types``: Qwen2 slides from ``max_window_layers`` on; Qwen2-MoE on the even
-    layers below it (``(i + 1) % 2 and i < max_window_layers``); Mixtral on every layer."""
+    """transformers' default ``layer_types``: Qwen2 and Qwen3 slide from ``max_window_layers`` on; Qwen2-MoE on the
+    even layers below it (``(i + 1) % 2 and i < max_window_layers``); Mixtral and Qwen3-MoE on every layer."""
     if arch == "Qwen2MoeForCausalLM":
         return bool((layer + 1) % 2) and layer < max_window_layers
-    return arch == "MixtralForCausalLM" or layer >= max_window_layers
+    return arch in ("MixtralForCausalLM", "Qwen3MoeForCausalLM") or layer >= max_window_layers
 
 
 def _reject_sliding_window(cfg: dict[str, Any], arch: str) -> None:

@@ -10,17 +10,19 @@ from __future__ import annotations
 import torch
 
 from .llama import CausalLM
+from .mla import expand_latents
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offset: int) -> torch.Tensor:
-    """Softmax attention of ``q`` ``[T, nh, hd]`` over ``k, v`` ``[L, nkv, hd]``; query ``i`` sits at
-    position ``offset + i`` and sees keys ``0 .. offset + i``. Grouped-query: head ``h`` reads kv head
-    ``h // (nh // nkv)``. Scale ``hd ** -0.5``; softmax in fp32; returns q's dtype."""
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offset: int,
+                     scale: float | None = None) -> torch.Tensor:
+    """Softmax attention of ``q`` ``[T, nh, hd]`` over ``k`` ``[L, nkv, hd]`` and ``v`` ``[L, nkv, dv]``; query ``i``
+    sits at position ``offset + i`` and sees keys ``0 .. offset + i``. Grouped-query: head ``h`` reads kv head
+    ``h // (nh // nkv)``. Scale ``hd ** -0.5`` unless given; softmax in fp32; returns q's dtype."""
     t, nh, hd = q.shape
     group = nh // k.shape[1]
     k = k.repeat_interleave(group, dim=1).transpose(0, 1)   # [nh, L, hd]
     v = v.repeat_interleave(group, dim=1).transpose(0, 1)
-    scores = torch.matmul(q.transpose(0, 1), k.transpose(1, 2)) * hd ** -0.5   # [nh, T, L]
+    scores = torch.matmul(q.transpose(0, 1), k.transpose(1, 2)) * (hd ** -0.5 if scale is None else scale)
     query_pos = torch.arange(offset, offset + t, device=q.device)[:, None]
     key_pos = torch.arange(k.shape[1], device=q.device)[None, :]
     scores = scores.masked_fill(key_pos > query_pos, float("-inf"))
@@ -29,31 +31,52 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offset: 
 
 
 class ContiguousAttention:
-    """Per-layer contiguous K/V tensors for one sequence; an ``attention(layer_idx, q, k, v)`` callable."""
+    """Per-layer contiguous K/V tensors for one sequence; an ``attention(layer_idx, q, k, v)`` callable.
+
+    For latent attention (DeepSeek, :meth:`mla`) the two tensors hold the latent ``[max_len, 1, L]`` and the rotary
+    key ``[max_len, 1, R]`` instead (``value_dim`` gives the second one's last dim), and attention is computed in
+    the expanded form, the plainest one."""
 
     def __init__(self, num_layers: int, max_len: int, num_kv_heads: int, head_dim: int,
-                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> None:
-        shape = (max_len, num_kv_heads, head_dim)
-        self.key_cache = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
-        self.value_cache = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+                 value_dim: int | None = None) -> None:
+        def zeros(dim: int) -> list[torch.Tensor]:
+            return [torch.zeros(max_len, num_kv_heads, dim, dtype=dtype, device=device) for _ in range(num_layers)]
+        self.key_cache, self.value_cache = zeros(head_dim), zeros(value_dim or head_dim)
         self.lengths = [0] * num_layers
         self.max_len = max_len
 
     @classmethod
     def for_model(cls, model: CausalLM, max_len: int) -> "ContiguousAttention":
         c = model.config
+        if c.mla is not None:
+            return cls(c.num_hidden_layers, max_len, 1, c.mla.kv_lora_rank, model.dtype, model.device,
+                       value_dim=c.mla.qk_rope_head_dim)
         return cls(c.num_hidden_layers, max_len, c.num_key_value_heads, c.head_dim, model.dtype, model.device)
 
-    def __call__(self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def _append(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int]:
         start = self.lengths[layer_idx]
-        end = start + q.shape[0]
+        end = start + k.shape[0]
         if end > self.max_len:
             raise ValueError(f"KV cache of layer {layer_idx} holds {self.max_len} tokens; "
-                             f"cannot append {q.shape[0]} after {start}")
+                             f"cannot append {k.shape[0]} after {start}")
         self.key_cache[layer_idx][start:end] = k
         self.value_cache[layer_idx][start:end] = v
         self.lengths[layer_idx] = end
+        return start, end
+
+    def __call__(self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        start, end = self._append(layer_idx, k, v)
         return causal_attention(q, self.key_cache[layer_idx][:end], self.value_cache[layer_idx][:end], start)
+
+    def mla(self, layer_idx: int, q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c: torch.Tensor, k_pe: torch.Tensor,
+            w_uk: torch.Tensor, w_uv: torch.Tensor, scale: float) -> torch.Tensor:
+        """Latent attention, expanded: every cached latent becomes each head's key (``W_UK c`` beside the shared
+        rotary key) and value (``W_UV c``). Returns ``[T, nh, dv]``."""
+        start, end = self._append(layer_idx, kv_c.unsqueeze(1), k_pe.unsqueeze(1))
+        c, pe = self.key_cache[layer_idx][:end, 0], self.value_cache[layer_idx][:end, 0]
+        keys, values = expand_latents(c, pe, w_uk, w_uv)
+        return causal_attention(torch.cat((q_nope, q_pe), dim=-1), keys, values, start, scale)
 
 
 @torch.inference_mode()

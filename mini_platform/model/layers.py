@@ -193,17 +193,19 @@ def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
 
 
 class RotaryEmbedding(nn.Module):
-    """Neox-style RoPE (rotate the two halves of each head), as Llama and Qwen2 use."""
+    """RoPE over ``head_dim`` dims: neox style (rotate the two halves of each head), as Llama and Qwen use, or
+    interleaved pairs ``(x0, x1), (x2, x3), ...`` (``is_neox_style=False``), as DeepSeek's rotary key part does."""
 
-    def __init__(self, head_dim: int, max_positions: int, theta: float, scaling: dict[str, Any] | None) -> None:
+    def __init__(self, head_dim: int, max_positions: int, theta: float, scaling: dict[str, Any] | None,
+                 is_neox_style: bool = True) -> None:
         super().__init__()
-        self.head_dim = head_dim
+        self.head_dim, self.is_neox_style = head_dim, is_neox_style
         self.register_buffer("cos_sin_cache", rope_cos_sin_cache(head_dim, max_positions, theta, scaling),
                              persistent=False)
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor,
                 k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return ops.rotary_embedding(positions, q, k, self.head_dim, self.cos_sin_cache, True)
+        return ops.rotary_embedding(positions, q, k, self.head_dim, self.cos_sin_cache, self.is_neox_style)
 
 
 class Attention(nn.Module):
@@ -225,11 +227,17 @@ class Attention(nn.Module):
         self.o_proj = RowParallelLinear(config.q_size, config.hidden_size, config.o_proj_bias, dtype)
         self.rotary_emb = rotary
         self.qkv_sizes = [q_rows, kv_rows, kv_rows]
+        # Qwen3: each head of q and k is RMS-normed (one weight of head_dim values each) before RoPE.
+        self.q_norm = RMSNorm(hd, config.rms_norm_eps, dtype) if config.qk_norm else None
+        self.k_norm = RMSNorm(hd, config.rms_norm_eps, dtype) if config.qk_norm else None
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
         q, k, v = self.qkv_proj(hidden).split_with_sizes(self.qkv_sizes, dim=-1)
-        q, k = self.rotary_emb(positions, q, k)
         t = hidden.shape[0]
+        if self.q_norm is not None:
+            q = self.q_norm(q.reshape(t, self.num_heads, self.head_dim)).view(t, -1)
+            k = self.k_norm(k.reshape(t, self.num_kv_heads, self.head_dim)).view(t, -1)
+        q, k = self.rotary_emb(positions, q, k)
         out = attention(self.layer_idx, q.view(t, self.num_heads, self.head_dim),
                         k.view(t, self.num_kv_heads, self.head_dim),
                         v.contiguous().view(t, self.num_kv_heads, self.head_dim))
@@ -255,13 +263,14 @@ class DecoderLayer(nn.Module):
     """Pre-norm block: ``h += attn(norm(h)); h += mlp(norm(h))``, with the adds fused into the norms.
 
     ``mlp`` defaults to the dense :class:`SiluAndMulMLP`; an MoE model passes its expert block and the name
-    the checkpoint gives it (``mlp_name``, e.g. Mixtral's ``block_sparse_moe``)."""
+    the checkpoint gives it (``mlp_name``, e.g. Mixtral's ``block_sparse_moe``). ``self_attn`` defaults to
+    :class:`Attention`; DeepSeek passes its latent attention (``model/mla.py``)."""
 
     def __init__(self, config: ModelConfig, layer_idx: int, rotary: RotaryEmbedding, dtype: torch.dtype,
-                 mlp: nn.Module | None = None, mlp_name: str = "mlp") -> None:
+                 mlp: nn.Module | None = None, mlp_name: str = "mlp", self_attn: nn.Module | None = None) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
-        self.self_attn = Attention(config, layer_idx, rotary, dtype)
+        self.self_attn = self_attn if self_attn is not None else Attention(config, layer_idx, rotary, dtype)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
         self.mlp_name = mlp_name
         self.add_module(mlp_name, mlp if mlp is not None else SiluAndMulMLP(config, dtype))

@@ -124,9 +124,18 @@ def ignored_tensors(model: CausalLM) -> set[str]:
             for name in module.ignored_checkpoint_tensors(module_name)}
 
 
+def _extra_layer_prefix(model: CausalLM) -> str | None:
+    """DeepSeek-V3 checkpoints append their multi-token-prediction module as one more layer
+    (``model.layers.61.*`` after 61 layers); the model does not run it (transformers ignores it too)."""
+    if model.config.architecture != "DeepseekV3ForCausalLM":
+        return None
+    return f"model.layers.{model.config.num_hidden_layers}."
+
+
 def load_weights(model: CausalLM, path: str | Path) -> None:
-    """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device)."""
-    targets, ignored = checkpoint_slices(model), ignored_tensors(model)
+    """Copy every tensor of the checkpoint at ``path`` into ``model`` (cast to its dtype and device), then let each
+    module that has one run its ``process_weights_after_loading`` (MLA splits ``kv_b_proj`` there)."""
+    targets, ignored, extra_layer = checkpoint_slices(model), ignored_tensors(model), _extra_layer_prefix(model)
     loaded, unexpected, tied_lm_head = set(), [], None
     for file in checkpoint_files(path):
         try:
@@ -139,7 +148,8 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
                         view, shard = target
                         _copy(name, f.get_tensor(name) if shard is None else f.get_slice(name), view, file, shard)
                         loaded.add(name)
-                    elif not name.endswith(IGNORED_SUFFIXES) and name not in ignored:
+                    elif not (name.endswith(IGNORED_SUFFIXES) or name in ignored
+                              or (extra_layer and name.startswith(extra_layer))):
                         unexpected.append(name)
         except (SafetensorError, OSError) as exc:
             raise CheckpointError(f"{file} is not a readable safetensors file ({exc}); it may be empty or "
@@ -153,6 +163,9 @@ def load_weights(model: CausalLM, path: str | Path) -> None:
     if unexpected:
         raise CheckpointError(f"checkpoint {path} has tensor(s) that no parameter of {model.config.architecture} "
                               f"takes: {_listing(sorted(unexpected))}; does config.json match the weights?")
+    for module in model.modules():
+        if hasattr(module, "process_weights_after_loading"):
+            module.process_weights_after_loading()
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32,

@@ -1,9 +1,14 @@
-"""The mixture-of-experts block of Mixtral and Qwen2-MoE: router, routed experts, optional shared expert.
+"""The mixture-of-experts block of Mixtral, Qwen2/3-MoE and DeepSeek-V2/V3: router, routed experts, shared experts.
 
     logits = gate(x)                                             # [T, E], a plain linear layer
     w, ids = ops.moe_topk_softmax(logits, top_k, renormalize)    # fp32 softmax, top-k, maybe renormalised
     out = ops.fused_experts(x, w13, w2, w, ids, expert_map)      # this block's share of the routed experts
     out += sigmoid(shared_expert_gate(x)) * shared_expert(x)     # Qwen2-MoE only
+    out += shared_experts(x)                                     # DeepSeek: always on, no gate
+
+DeepSeek routes with ``ops.moe_grouped_topk`` instead (expert groups, sigmoid scores and a correction bias that
+steers the choice only, weights scaled by ``routed_scaling_factor``); its router weight and bias stay fp32, as
+transformers keeps them (``_keep_in_fp32_modules_strict``).
 
 The experts' weights are stacked at load time into the layout the kernels want: ``w13`` ``[E_local, 2*I, H]``
 (each expert's gate rows, then its up rows) and ``w2`` ``[E_local, H, I]``; :meth:`SparseMoeBlock.checkpoint_slices`
@@ -23,6 +28,7 @@ rows and ``w2`` columns, like the dense MLP) and the partial outputs are all-red
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .. import ops
@@ -78,12 +84,26 @@ def local_experts(expert_map: torch.Tensor | None, num_experts: int) -> list[int
     return [g for _, g in owned]
 
 
+class Router(nn.Module):
+    """DeepSeek's gate: fp32 logits from an fp32 weight, and (V3) ``e_score_correction_bias`` ``[E]``."""
+
+    def __init__(self, hidden: int, num_experts: int, correction_bias: bool) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_experts, hidden, dtype=torch.float32), requires_grad=False)
+        self.e_score_correction_bias = nn.Parameter(torch.empty(num_experts, dtype=torch.float32),
+                                                    requires_grad=False) if correction_bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x.float(), self.weight)
+
+
 class SparseMoeBlock(nn.Module):
     def __init__(self, config: ModelConfig, dtype: torch.dtype, expert_map: torch.Tensor | None = None) -> None:
         super().__init__()
         moe = config.moe
         if moe is None:
             raise ValueError(f"{config.architecture} has no MoE settings; SparseMoeBlock needs config.moe")
+        self.moe = moe
         self.top_k, self.renormalize, self.num_experts = moe.top_k, moe.renormalize, moe.num_experts
         self.weight_names = moe.expert_weight_names
         ep = get_ep_group()
@@ -99,15 +119,18 @@ class SparseMoeBlock(nn.Module):
         self.local_experts = local_experts(expert_map, moe.num_experts)
         hidden, self.full_intermediate = config.hidden_size, moe.intermediate_size
         inter = divide(moe.intermediate_size, self.expert_tp.world_size, "moe intermediate_size")
-        self.gate = Linear(hidden, moe.num_experts, False, dtype)
+        self.gate = Router(hidden, moe.num_experts, moe.correction_bias) if moe.grouped else \
+            Linear(hidden, moe.num_experts, False, dtype)
         self.register_buffer("expert_map", None if expert_map is None else
                              expert_map.to(device=self.gate.weight.device, dtype=torch.int32), persistent=False)
         local = len(self.local_experts)
         self.w13 = nn.Parameter(torch.empty(local, 2 * inter, hidden, dtype=dtype), requires_grad=False)
         self.w2 = nn.Parameter(torch.empty(local, hidden, inter, dtype=dtype), requires_grad=False)
         shared = moe.shared_expert_intermediate_size
-        self.shared_expert = SiluAndMulMLP(config, dtype, shared) if shared else None
-        self.shared_expert_gate = Linear(hidden, 1, False, dtype) if shared else None
+        self.shared_name = moe.shared_expert_name
+        self.add_module(self.shared_name, SiluAndMulMLP(config, dtype, shared) if shared else None)
+        gated = shared and self.shared_name == "shared_expert"   # Qwen2-MoE's is gated, DeepSeek's is not
+        self.shared_expert_gate = Linear(hidden, 1, False, dtype) if gated else None
 
     def checkpoint_slices(self, prefix: str) -> dict[str, tuple[torch.Tensor, Shard]]:
         """Checkpoint name -> (the slice of ``w13`` / ``w2`` it fills, the shard of it to read), for the experts
@@ -130,13 +153,23 @@ class SparseMoeBlock(nn.Module):
         owned = set(self.local_experts)
         names = {f"{prefix}.experts.{e}.{w}.weight" for e in range(self.num_experts) if e not in owned
                  for w in self.weight_names}
-        if self.shared_expert is None:
+        if self.shared_name == "shared_expert" and self.shared_experts_mlp is None:
             names |= {f"{prefix}.shared_expert.{w}.weight" for w in ("gate_proj", "up_proj", "down_proj")}
             names.add(f"{prefix}.shared_expert_gate.weight")
         return names
 
+    @property
+    def shared_experts_mlp(self) -> nn.Module | None:
+        """The shared expert(s) MLP under its checkpoint name, or None."""
+        return getattr(self, self.shared_name)
+
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(topk_weights fp32 [T, K], topk_ids int32 [T, K])`` from the router logits."""
+        moe = self.moe
+        if moe.grouped:
+            return ops.moe_grouped_topk(self.gate(x), self.top_k, moe.num_expert_group, moe.topk_group,
+                                        self.renormalize, moe.scoring_func, self.gate.e_score_correction_bias,
+                                        moe.routed_scaling_factor)
         return ops.moe_topk_softmax(self.gate(x), self.top_k, self.renormalize)
 
     def routed_experts(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
@@ -144,10 +177,13 @@ class SparseMoeBlock(nn.Module):
         return ops.fused_experts(x, self.w13, self.w2, topk_weights, topk_ids, self.expert_map)
 
     def shared_output(self, x: torch.Tensor) -> torch.Tensor | None:
-        """``sigmoid(shared_expert_gate(x)) * shared_expert(x)``, or None without a shared expert."""
-        if self.shared_expert is None:
+        """``sigmoid(shared_expert_gate(x)) * shared_expert(x)`` (Qwen2-MoE), ``shared_experts(x)`` (DeepSeek), or
+        None without a shared expert."""
+        mlp = self.shared_experts_mlp
+        if mlp is None:
             return None
-        return torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+        out = mlp(x)
+        return out if self.shared_expert_gate is None else torch.sigmoid(self.shared_expert_gate(x)) * out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.dispatcher is not None:

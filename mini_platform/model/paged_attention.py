@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import ops
+from .mla import expand_latents
 
 
 @dataclass
@@ -50,9 +51,23 @@ def allocate_kv_caches(num_layers: int, num_blocks: int, block_size: int, num_kv
             for _ in range(num_layers)]
 
 
+def allocate_mla_caches(num_layers: int, num_blocks: int, block_size: int, kv_lora_rank: int, qk_rope_head_dim: int,
+                        dtype: torch.dtype, device: str | torch.device = "cpu") -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The latent cache of MLA: ``(kv_c_cache [nb, bs, 1, L], k_pe_cache [nb, bs, 1, R])`` per layer, uninitialised
+    (vllm-ascend's layout; one entry per token for all heads, the same on every tensor-parallel rank)."""
+    if min(num_layers, num_blocks, block_size, kv_lora_rank, qk_rope_head_dim) < 1:
+        raise ValueError(f"every latent cache dimension must be >= 1, got num_layers={num_layers}, "
+                         f"num_blocks={num_blocks}, block_size={block_size}, kv_lora_rank={kv_lora_rank}, "
+                         f"qk_rope_head_dim={qk_rope_head_dim}")
+    return [(torch.empty(num_blocks, block_size, 1, kv_lora_rank, dtype=dtype, device=device),
+             torch.empty(num_blocks, block_size, 1, qk_rope_head_dim, dtype=dtype, device=device))
+            for _ in range(num_layers)]
+
+
 class PagedAttention:
     """``attention(layer_idx, q, k, v)`` over a paged KV cache, on the kernel backend ``backend``
-    (``None`` = the current backend, see :mod:`mini_platform.ops`). Scale is ``head_dim ** -0.5``."""
+    (``None`` = the current backend, see :mod:`mini_platform.ops`). Scale is ``head_dim ** -0.5``.
+    Latent attention layers (DeepSeek) call :meth:`mla` instead; their caches are the latent pairs."""
 
     def __init__(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]], backend: str | None = None) -> None:
         self.kv_caches = kv_caches
@@ -71,3 +86,27 @@ class PagedAttention:
                                               backend=self.backend)
         return ops.paged_attention(q, key_cache, value_cache, md.block_tables, md.query_start_loc, md.seq_lens,
                                    scale, backend=self.backend)
+
+    def mla(self, layer_idx: int, q_nope: torch.Tensor, q_pe: torch.Tensor, kv_c: torch.Tensor, k_pe: torch.Tensor,
+            w_uk: torch.Tensor, w_uv: torch.Tensor, scale: float) -> torch.Tensor:
+        """Latent attention over the paged latent cache: ``[T, nh, dv]``.
+
+        A pure decode step runs absorbed: ``W_UK`` is folded into the query (``[B, nh, L]``), attention reads only
+        the latent cache, and ``W_UV`` turns the latent output into each head's value. Any other step (prompts,
+        chunks, mixed) runs expanded, as vLLM's MLA prefill does: every request's cached latents are read back and
+        expanded into per-head keys and values once, then ordinary causal attention."""
+        md = self.metadata
+        if md is None:
+            raise RuntimeError("PagedAttention.metadata is not set: the model runner must set it before each forward")
+        kv_c_cache, k_pe_cache = self.kv_caches[layer_idx]
+        ops.concat_and_cache_mla(kv_c, k_pe, kv_c_cache, k_pe_cache, md.slot_mapping, backend=self.backend)
+        if md.max_query_len == 1 and q_nope.shape[0] == md.seq_lens.shape[0]:  # pure decode, no padding rows
+            q_latent = torch.einsum("bhd,hdl->bhl", q_nope, w_uk)
+            latent = ops.mla_decode_attention(q_latent, q_pe, kv_c_cache, k_pe_cache, md.block_tables, md.seq_lens,
+                                              scale, backend=self.backend)
+            return torch.einsum("bhl,hvl->bhv", latent, w_uv)
+        c, pe = ops.gather_mla_cache(kv_c_cache, k_pe_cache, md.block_tables, md.seq_lens, backend=self.backend)
+        keys, values = expand_latents(c, pe, w_uk, w_uv)
+        kv_start_loc = torch.nn.functional.pad(md.seq_lens.cumsum(0), (1, 0)).to(md.query_start_loc.dtype)
+        return ops.mla_prefill_attention(torch.cat((q_nope, q_pe), dim=-1), keys, values, md.query_start_loc,
+                                         kv_start_loc, scale, backend=self.backend)
