@@ -140,7 +140,8 @@ def moe_config(arch: str, cfg: dict[str, Any]) -> MoEConfig | None:
         return _deepseek_moe(arch, cfg, layers)
     if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"):
         qwen3 = arch == "Qwen3MoeForCausalLM"
-        num_experts = cfg.get("num_experts", 128 if qwen3 else 60)
+        # transformers 5.24 saves Qwen3-MoE's num_experts as num_local_experts (its attribute_map); hub files say num_experts
+        num_experts = cfg.get("num_experts", cfg.get("num_local_experts", 128) if qwen3 else 60)
         step = cfg.get("decoder_sparse_step", 1)
         dense = cfg.get("mlp_only_layers") or []
         if not isinstance(step, int) or step < 1:
