@@ -258,7 +258,7 @@ def test_every_layer_goes_through_the_ops_backend(checkpoints, monkeypatch):
 
 
 # -- the tiny checkpoint maker -------------------------------------------------------------------
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "qwen3_moe", "deepseek_v2"])   # deepseek_v3: the CLI test
 def test_tiny_checkpoint_loads_in_transformers_and_matches(tmp_path, arch):
     from transformers import AutoModelForCausalLM
 

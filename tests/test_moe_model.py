@@ -251,8 +251,8 @@ def _edit_config(path, **changes):
 
 
 @pytest.mark.parametrize("arch, changes, match", [
-    ("mixtral", {"architectures": ["DeepseekV3ForCausalLM"]}, "grouped top-k routing"),
-    ("qwen2_moe", {"architectures": ["Qwen3MoeForCausalLM"]}, "q/k RMSNorm"),
+    ("mixtral", {"architectures": ["OlmoeForCausalLM"]}, "q/k RMSNorm"),
+    ("qwen2_moe", {"architectures": ["PhimoeForCausalLM"]}, "sparsemixer"),
     ("qwen2_moe", {"n_group": 4, "topk_group": 2}, "n_group"),
     ("mixtral", {"sliding_window": 16}, r"sliding.*layers \[0, 1\]"),
     ("qwen2_moe", {"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 2}, r"sliding.*layers \[0\]"),
