@@ -2,7 +2,8 @@
 
 Two collectors, so that nothing is hand-listed:
 
-- :func:`recording`: inside ``emulated_torch_npu()``, every op of the emulated ``torch_npu`` module and every
+- :func:`recording`: inside ``emulated_torch_npu()``, every op of the emulated ``torch_npu`` module (and of its
+  ``torch_npu.atb`` namespace) and every
   function of its ``torch.npu`` namespace is replaced by a recorder in front of it, and the methods of the
   emulated graph classes (``NPUGraph``, ``ExternalEvent``, ``Stream``, ``graph``) are wrapped the same way. A call is
   kept when its direct caller is engine code (``mini_platform/`` outside the emulation, or ``practice/capstone/``),
@@ -117,7 +118,7 @@ def recording() -> Iterator[list[Call]]:
     NPUPlatform._global_graph_pool = None      # so that graph_pool_handle() is called (and seen) again
     try:
         with emulated_torch_npu() as fake:
-            for module, prefix in ((fake, "torch_npu"), (fake.npu, "torch.npu")):
+            for module, prefix in ((fake, "torch_npu"), (fake.atb, "torch_npu.atb"), (fake.npu, "torch.npu")):
                 for name, value in [(n, v) for n, v in vars(module).items() if not n.startswith("__")]:
                     if not isinstance(value, type):
                         if callable(value):
@@ -368,6 +369,22 @@ def compare_with_schema(fn: Callable, schema: torch._C.FunctionSchema) -> list[s
     if [p.name for p in params if p.name in order] != order:
         problems.append(f"argument order {[p.name for p in params]} differs from the wheel's {order}")
     return problems
+
+
+def compare_with_overloads(fn: Callable, schemas: list[torch._C.FunctionSchema]) -> list[str]:
+    """:func:`compare_with_schema` against the overload that fits best (none of them: the problems with the first).
+    As ``torch.ops`` resolves overloads by the arguments given, one Python function may stand for a functional op
+    and its ``.out`` overload: the ``.out`` schema's written outputs may then default to None (not given = the
+    functional overload)."""
+    best: list[str] | None = None
+    for schema in schemas:
+        outputs = {a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write}
+        problems = [p for p in compare_with_schema(fn, schema)
+                    if not (schema.overload_name == "out" and any(p.startswith(f"{o!r}: default none in the wheel, None")
+                                                                  for o in outputs))]
+        if best is None or len(problems) < len(best):
+            best = problems
+    return best if best is not None else ["no such op in the wheel"]
 
 
 def _same_default(wheel_default: Any, ours: Any) -> bool:

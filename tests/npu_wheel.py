@@ -6,11 +6,14 @@ What it gives the tests (tests/test_torch_npu_wheel.py):
   torch's own schema parser. Two sources, as the wheel itself wires them up:
   ``torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml`` (the ``npu`` namespace; torch_npu's
   ``_init/core/_exports.py`` copies every ``torch.ops.npu.<op>`` to ``torch_npu.<op>``), and the ATB ops that
-  ``torch_npu/op_plugin/atb/_atb_ops.py`` lists in ``API_LIST`` (copied from ``torch.ops.atb``). The ATB schemas
-  are registered from C++ inside ``torch_npu/lib/libop_plugin_atb.so``, and the compiler builds each schema
-  string in place, 16 bytes at a time, from constants in ``.rodata``: :func:`atb_schemas` reassembles them from
-  ``objdump``'s disassembly (binutils) and cross-checks every one against the C++ declaration in
-  ``AtbOpsInterface.h`` (argument names, order and mutability).
+  ``torch_npu/op_plugin/atb/_atb_ops.py`` lists in ``API_LIST`` (copied from ``torch.ops.atb``); the ATB ops of its
+  ``ATB_API_LIST`` live in the ``torch_npu.atb`` namespace instead (``torch_npu.atb.npu_ring_mla``, asked for here
+  as ``"atb.npu_ring_mla"``). The ATB schemas are registered from C++ inside ``torch_npu/lib/libop_plugin_atb.so``:
+  the compiler builds most schema strings in place, 16 bytes at a time, from constants in ``.rodata``, and keeps the
+  others (``npu_ring_mla``'s) whole there. :func:`atb_schemas` reassembles the first from ``objdump``'s disassembly
+  (binutils), reads the second as NUL-terminated strings, and cross-checks each top-level one against its C++
+  declaration in ``AtbOpsInterface.h`` (argument names, order and mutability; the ``torch_npu.atb`` ops' C++
+  parameter names differ from their schemas', e.g. ``kernel_type_opt``).
 - :func:`python_signature`: ``torch.npu.<name>`` (and ``torch.npu.<Class>.<method>``) as an ``inspect.Signature``
   built with :mod:`ast` from the wheel's ``torch_npu/npu/*.py``.
 - :func:`meta_functions`: the wheel's meta (shape and dtype) functions, ``torch_npu/op_plugin/meta/
@@ -120,21 +123,37 @@ class Wheel:
         raise ValueError(f"{ATB_OPS_PY} has no API_LIST")
 
     @functools.cached_property
+    def atb_namespace(self) -> list[str]:
+        """The ATB ops of ``torch_npu.atb`` (``ATB_API_LIST`` in ``_atb_ops.py``)."""
+        for node in _parse(self.text(ATB_OPS_PY), ATB_OPS_PY).body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "ATB_API_LIST":
+                return list(ast.literal_eval(node.value))
+        raise ValueError(f"{ATB_OPS_PY} has no ATB_API_LIST")
+
+    @functools.cached_property
     def atb_schemas(self) -> dict[str, list[torch._C.FunctionSchema]]:
-        """The schemas ``libop_plugin_atb.so`` registers, reassembled (see the module docstring); each checked
-        against its C++ declaration."""
+        """The schemas ``libop_plugin_atb.so`` registers, reassembled or read whole (see the module docstring);
+        each checked against its C++ declaration."""
         with tempfile.TemporaryDirectory() as tmp:
             library = Path(tmp) / "libop_plugin_atb.so"   # a lone file, not a torch_npu/ package
             library.write_bytes(self.zip.read(ATB_LIBRARY))
-            schemas = [torch._C.parse_schema(text) for text in _inline_strings(library) if _SCHEMA.match(text)]
+            texts = [text for text in _inline_strings(library) if _SCHEMA.match(text)] + _whole_schema_strings(
+                library.read_bytes())
+        unique: dict[tuple[str, str], torch._C.FunctionSchema] = {}
+        for text in texts:
+            schema = torch._C.parse_schema(text)
+            unique.setdefault((schema.name, schema.overload_name), schema)
         declared = _cpp_declarations(self.text(ATB_HEADER))
-        for schema in schemas:
-            if schema.name in declared and not schema.overload_name:
+        for schema in unique.values():   # the header's names are the Python keywords only for the top-level ops
+            if schema.name in declared and schema.name in self.atb_top_level and not schema.overload_name:
                 _check_against_declaration(schema, declared[schema.name])
-        return _by_name(schemas)
+        return _by_name(unique.values())
 
     def op_schemas(self, name: str) -> list[torch._C.FunctionSchema]:
-        """The overloads of ``torch_npu.<name>``; empty when the wheel has no such op at top level."""
+        """The overloads of ``torch_npu.<name>`` (``"atb.<op>"``: of ``torch_npu.atb.<op>``); empty when the wheel has
+        no such op there."""
+        if name.startswith("atb."):
+            return self.atb_schemas.get(name[4:], []) if name[4:] in self.atb_namespace else []
         if name in self.atb_top_level:
             return self.atb_schemas.get(name, [])
         return self.native_schemas.get(name, [])
@@ -258,6 +277,22 @@ def _inline_strings(library: Path) -> list[str]:
                 buffer.update(zip(range(offset, offset + size), raw))
     finish()
     return strings
+
+
+_WHOLE_SCHEMA = re.compile(rb"(?<=\x00)([A-Za-z_][\w.]*\((?:Tensor|int|float|bool|str|SymInt)[^\x00]*\) -> [^\x00]+)\x00")
+
+
+def _whole_schema_strings(data: bytes) -> list[str]:
+    """Schema strings the library keeps whole in ``.rodata`` (NUL-terminated) that torch's parser accepts."""
+    found = []
+    for match in _WHOLE_SCHEMA.finditer(data):
+        text = match.group(1).decode("ascii", "replace")
+        try:
+            torch._C.parse_schema(text)
+        except RuntimeError:
+            continue      # bytes that only look like a schema (several strings run together)
+        found.append(text)
+    return found
 
 
 def _cpp_declarations(header: str) -> dict[str, list[tuple[str, str]]]:

@@ -23,14 +23,15 @@ from test_model import hf_greedy
 VOCAB = 97
 COMMON = dict(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, max_position_embeddings=128,
               bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
-MLA = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+MLA = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=6,
            intermediate_size=48, moe_intermediate_size=16)
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "mscale": 1.0,
         "mscale_all_dim": 0.8, "rope_theta": 10000.0}
 # name -> (transformers class prefix, config fields)
 CONFIGS = {
-    # DeepSeek-V3 proper: query bottleneck, 8 experts in 4 groups (2 chosen), sigmoid + correction bias, YaRN.
-    "dsv3-groups-yarn": ("DeepseekV3", dict(**MLA, num_hidden_layers=3, q_lora_rank=12, n_routed_experts=8,
+    # DeepSeek-V3 proper: query bottleneck, 12 experts in 4 groups (2 chosen), sigmoid + correction bias, YaRN.
+    # (Ascend's npu_moe_gating_top_k needs more than 2 experts per group.)
+    "dsv3-groups-yarn": ("DeepseekV3", dict(**MLA, num_hidden_layers=3, q_lora_rank=12, n_routed_experts=12,
                                             num_experts_per_tok=3, n_group=4, topk_group=2, n_shared_experts=1,
                                             first_k_dense_replace=1, routed_scaling_factor=2.5,
                                             rope_parameters=YARN)),
@@ -41,7 +42,7 @@ CONFIGS = {
     "dsv2-lite": ("DeepseekV2", dict(**MLA, num_hidden_layers=2, q_lora_rank=None, n_routed_experts=6,
                                      num_experts_per_tok=2, n_shared_experts=2, first_k_dense_replace=1,
                                      topk_method="greedy")),
-    "dsv2-group-limited": ("DeepseekV2", dict(**MLA, num_hidden_layers=2, q_lora_rank=12, n_routed_experts=8,
+    "dsv2-group-limited": ("DeepseekV2", dict(**MLA, num_hidden_layers=2, q_lora_rank=12, n_routed_experts=12,
                                               num_experts_per_tok=2, n_group=4, topk_group=2, n_shared_experts=1,
                                               first_k_dense_replace=0, topk_method="group_limited_greedy",
                                               routed_scaling_factor=1.5)),
@@ -116,12 +117,12 @@ def test_greedy_generate_matches_transformers(checkpoints, hf_tokens, name):
 
 def test_configs_are_read_as_transformers_reads_them(checkpoints):
     v3 = ModelConfig.from_pretrained(checkpoints["dsv3-groups-yarn"][0])
-    assert v3.mla.q_lora_rank == 12 and v3.mla.rope_interleave and v3.head_dim == 4
+    assert v3.mla.q_lora_rank == 12 and v3.mla.rope_interleave and v3.head_dim == 8
     assert v3.moe.sparse_layers == (1, 2) and v3.moe.scoring_func == "sigmoid" and v3.moe.correction_bias
     assert (v3.moe.num_expert_group, v3.moe.topk_group, v3.moe.routed_scaling_factor) == (4, 2, 2.5)
     assert v3.moe.shared_expert_intermediate_size == 16 and v3.moe.renormalize
     hf = checkpoints["dsv3-groups-yarn"][1].model.layers[0].self_attn
-    assert mla_softmax_scale(12, v3.rope_scaling) == pytest.approx(hf.scaling, rel=1e-12)   # YaRN's mscale, squared
+    assert mla_softmax_scale(16, v3.rope_scaling) == pytest.approx(hf.scaling, rel=1e-12)   # YaRN's mscale, squared
     lite = ModelConfig.from_pretrained(checkpoints["dsv3-lite-neox"][0])
     assert lite.mla.q_lora_rank is None and not lite.mla.rope_interleave and lite.moe.sparse_layers == (0, 1)
     v2 = ModelConfig.from_pretrained(checkpoints["dsv2-group-limited"][0])
@@ -183,7 +184,7 @@ def test_bad_latent_geometry_is_named(checkpoints):
     with pytest.raises(ValueError, match="qk_rope_head_dim"):
         ModelConfig.from_dict({**cfg, "qk_rope_head_dim": 5})
     with pytest.raises(ValueError, match="n_group"):
-        ModelConfig.from_dict({**cfg, "n_group": 3})
+        ModelConfig.from_dict({**cfg, "n_group": 5})
 
 
 # -- the engine ----------------------------------------------------------------------------------------
@@ -250,3 +251,21 @@ def test_cli_makes_a_tiny_deepseek_that_transformers_agrees_with(tmp_path, capsy
                           "--ignore-eos", "--backend", "cpu"]) == 0
     hf = AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager", dtype=torch.float32).eval()
     assert capsys.readouterr().out.strip().splitlines()[-1] == ",".join(map(str, hf_greedy(hf, prompt, 5)))
+
+
+@pytest.mark.parametrize("name", ["dsv3-groups-yarn", "dsv2-lite", "qwen3-moe"])
+def test_engine_on_triton_interpreted_matches_transformers(checkpoints, hf_tokens, name):
+    """The Triton kernels (MLA decode, latent cache, expanded prefill, grouped routing), run in the Triton
+    interpreter on the CPU."""
+    batch = prompts(4, [4, 9])
+    llm = LLM(checkpoints[name][0], block_size=16, backend="triton", max_num_batched_tokens=16)
+    assert_engine_matches(llm, name, batch, hf_tokens, SamplingParams(temperature=0, max_tokens=3, ignore_eos=True))
+
+
+@pytest.mark.parametrize("name", ["dsv3-groups-yarn", "dsv2-group-limited", "qwen3"])
+def test_engine_on_npu_emulated_matches_transformers(checkpoints, hf_tokens, name, emulated_npu):
+    """The npu kernels as vllm-ascend calls torch_npu, verified against an emulation of torch_npu semantics (not
+    run on Ascend hardware here), with preemption and chunked prefill in blocks of 16."""
+    batch = prompts(5, [6, 19, 3])
+    llm = LLM(checkpoints[name][0], block_size=16, num_kv_blocks=3, max_num_batched_tokens=16, backend="npu")
+    assert_engine_matches(llm, name, batch, hf_tokens, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))

@@ -2,8 +2,9 @@
 installed; see tests/npu_wheel.py and tests/npu_calls.py).
 
 The calls are collected, not listed: recorded while the engine runs tiny Llama, Mixtral and Qwen2-MoE checkpoints
-on ``backend="npu"`` under the emulation (eager and with ACL graphs, MoE routing v1 and v2), and found by an AST
-scan of the sources. Skipped, with the command that fetches it, when the wheel is not on this machine
+on ``backend="npu"`` under the emulation (eager and with ACL graphs, MoE routing v1 and v2) and while the MLA and
+grouped-routing kernels run on DeepSeek-like shapes (:func:`run_mla_kernels`), and found by an AST scan of the
+sources. Skipped, with the command that fetches it, when the wheel is not on this machine
 (``.ci/run`` downloads it).
 """
 from __future__ import annotations
@@ -66,9 +67,42 @@ def run_workloads(tmp: Path) -> list[Call]:
     return calls
 
 
+def run_mla_kernels() -> list[Call]:
+    """Record the torch_npu calls of the npu MLA kernels, DeepSeek's interleaved rope and grouped top-k routing,
+    called directly on DeepSeek-like shapes (latent 512, rope 64): a cache write with padding, a decode with a
+    request of length 0, a gather, a prefill with cached context, and the routing with and without renormalising."""
+    import torch
+
+    from mini_platform import ops
+
+    g = torch.Generator().manual_seed(0)
+    dtype, heads, latent, rope, block = torch.bfloat16, 4, 512, 64, 128
+    kv_c_cache, k_pe_cache = torch.zeros(4, block, 1, latent, dtype=dtype), torch.zeros(4, block, 1, rope, dtype=dtype)
+    tables, seq_lens = torch.tensor([[2, 0], [1, 3]], dtype=torch.int32), torch.tensor([130, 0], dtype=torch.int32)
+    positions = torch.arange(3)
+    with npu_calls.recording() as recorded:
+        q_pe, k_pe = ops.rotary_embedding(positions, torch.randn(3, heads * rope, generator=g).to(dtype),
+                                          torch.randn(3, rope, generator=g).to(dtype), rope,
+                                          torch.randn(8, rope, generator=g), False, backend="npu")
+        ops.concat_and_cache_mla(torch.randn(3, latent, generator=g).to(dtype), k_pe, kv_c_cache, k_pe_cache,
+                                 torch.tensor([256, -1, 129], dtype=torch.int32), backend="npu")
+        ops.mla_decode_attention(torch.randn(2, heads, latent, generator=g).to(dtype), torch.randn(2, heads, rope).to(dtype),
+                                 kv_c_cache, k_pe_cache, tables, seq_lens, 0.1, backend="npu")
+        ops.gather_mla_cache(kv_c_cache, k_pe_cache, tables, seq_lens, backend="npu")
+        ops.mla_prefill_attention(torch.randn(3, heads, 192, generator=g).to(dtype),
+                                  torch.randn(8, heads, 192, generator=g).to(dtype),
+                                  torch.randn(8, heads, 128, generator=g).to(dtype),
+                                  torch.tensor([0, 2, 3], dtype=torch.int32), torch.tensor([0, 2, 8], dtype=torch.int32),
+                                  0.1, backend="npu")
+        logits, bias = torch.randn(5, 32, generator=g).to(dtype), torch.randn(32, generator=g)
+        for renormalize in (True, False):
+            ops.moe_grouped_topk(logits, 4, 4, 2, renormalize, "sigmoid", bias, 2.5, backend="npu")
+    return recorded
+
+
 @pytest.fixture(scope="module")
 def calls(tmp_path_factory) -> list[Call]:
-    return run_workloads(tmp_path_factory.mktemp("npu_workloads"))
+    return run_workloads(tmp_path_factory.mktemp("npu_workloads")) + run_mla_kernels()
 
 
 def op_calls(calls: list[Call]) -> list[Call]:
@@ -82,7 +116,9 @@ def test_the_workloads_reach_every_family_of_ops(calls):
                      "torch_npu.npu_fused_infer_attention_score", "torch_npu.npu_moe_init_routing",
                      "torch_npu.npu_moe_init_routing_v2", "torch_npu.npu_grouped_matmul",
                      "torch_npu.npu_moe_finalize_routing", "torch_npu.npu_moe_token_unpermute",
-                     "torch.npu.graph_task_update_begin", "torch.npu.NPUGraph.replay", "torch.npu.ExternalEvent.record"):
+                     "torch.npu.graph_task_update_begin", "torch.npu.NPUGraph.replay", "torch.npu.ExternalEvent.record",
+                     "torch_npu.npu_interleave_rope", "torch_npu.atb.npu_paged_cache_load", "torch_npu.atb.npu_ring_mla",
+                     "torch_npu.npu_moe_gating_top_k"):
         assert expected in names
 
 
@@ -129,7 +165,8 @@ def test_the_emulation_returns_what_the_wheels_meta_functions_compute(wheel, cal
         if problems:
             mismatches.setdefault(call.op, problems)
     print(f"\nmeta functions run: {sorted(checked)}")
-    assert {"npu_rms_norm", "npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_fused_infer_attention_score"} <= checked
+    assert {"npu_rms_norm", "npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_fused_infer_attention_score",
+            "npu_moe_gating_top_k", "npu_interleave_rope"} <= checked
     assert not mismatches, mismatches
 
 
@@ -147,13 +184,33 @@ def test_the_emulated_ops_take_the_wheels_arguments_and_defaults(wheel):
     from mini_platform.ascend.emulation import build_module
 
     fake = build_module()
-    ops = {name: inspect.unwrap(fn) for name, fn in vars(fake).items()
-           if not name.startswith("__") and callable(fn) and name != "npu"}
-    assert len(ops) >= 15
-    problems = {name: npu_calls.compare_with_schema(fn, wheel.op_schemas(name)[0]) if wheel.op_schemas(name)
-                else ["no such op in the wheel"] for name, fn in ops.items()}
+    ops = {prefix + name: inspect.unwrap(fn) for namespace, prefix in ((fake, ""), (fake.atb, "atb."))
+           for name, fn in vars(namespace).items() if not name.startswith("__") and callable(fn) and name != "npu"}
+    assert len(ops) >= 15 and {"atb.npu_ring_mla", "atb.npu_paged_cache_load"} <= set(ops)
+    problems = {name: npu_calls.compare_with_overloads(fn, wheel.op_schemas(name)) for name, fn in ops.items()}
     bad = {name: p for name, p in problems.items() if p}
     assert not bad, bad
+
+
+def test_the_fused_mla_cache_op_returns_what_the_wheels_meta_function_computes(wheel):
+    """``npu_kv_rmsnorm_rope_cache`` is emulated (tests/test_npu_mla.py checks its result) but not called by the
+    engine, so no workload records it: its outputs' shapes and dtypes are checked here, on the call vllm-ascend
+    v0.11.0's ``exec_kv_prefill`` makes."""
+    import torch
+
+    from mini_platform.ascend.emulation import mla
+
+    dtype = torch.bfloat16
+    args = (torch.randn(3, 1, 1, 576).to(dtype), torch.ones(512, dtype=dtype), torch.ones(3, 1, 1, 64, dtype=dtype),
+            torch.zeros(3, 1, 1, 64, dtype=dtype), torch.tensor([0, 5, 9]), torch.zeros(2, 16, 1, 64, dtype=dtype),
+            torch.zeros(2, 16, 1, 512, dtype=dtype))
+    kwargs = dict(epsilon=1e-6, cache_mode="PA", is_output_kv=True)
+    result = mla.npu_kv_rmsnorm_rope_cache(*args, **kwargs)
+    call = Call("torch_npu.npu_kv_rmsnorm_rope_cache", "test", npu_calls.describe(args),
+                {k: npu_calls.describe(v) for k, v in kwargs.items()}, npu_calls.describe(result))
+    overload, problems = npu_calls.check_op_call(wheel, call)
+    assert overload is not None, problems
+    assert npu_calls.check_meta(wheel, call, overload) == []
 
 
 def emulated_api(module) -> list[tuple[str, object]]:

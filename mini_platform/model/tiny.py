@@ -25,7 +25,8 @@ ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCaus
 MLA_FIELDS = {"num_key_value_heads": 4, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
               "v_head_dim": 16, "first_k_dense_replace": 1, "moe_intermediate_size": 32}
 # The expert settings of the MoE architectures: Mixtral and Qwen 4 experts, 2 per token (Qwen2-MoE adds a shared
-# expert); DeepSeek-V3 8 experts in 4 groups, 2 groups and 2 experts per token, a shared expert, layer 0 dense;
+# expert); DeepSeek-V3 12 experts in 4 groups (Ascend's gating op needs more than 2 per group), 2 groups and 2
+# experts per token, a shared expert, layer 0 dense;
 # DeepSeek-V2 in its V2-Lite form (no query bottleneck, plain softmax top-k, 2 shared experts).
 MOE_FIELDS = {
     "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
@@ -34,7 +35,7 @@ MOE_FIELDS = {
                   "mlp_only_layers": []},
     "qwen3_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "norm_topk_prob": True,
                   "decoder_sparse_step": 1, "mlp_only_layers": []},
-    "deepseek_v3": {**MLA_FIELDS, "q_lora_rank": 24, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4,
+    "deepseek_v3": {**MLA_FIELDS, "q_lora_rank": 24, "n_routed_experts": 12, "num_experts_per_tok": 2, "n_group": 4,
                     "topk_group": 2, "n_shared_experts": 1, "routed_scaling_factor": 2.5, "norm_topk_prob": True,
                     "topk_method": "noaux_tc", "rope_interleave": True},
     "deepseek_v2": {**MLA_FIELDS, "q_lora_rank": None, "n_routed_experts": 8, "num_experts_per_tok": 2,

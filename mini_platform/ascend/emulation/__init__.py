@@ -8,6 +8,9 @@ time, runs on CPU tensors. It is never installed silently, and it refuses to sha
 
 Results obtained this way are labelled with :data:`EMULATION_NOTE`.
 
+A submodule's ``__atb__`` names ops of the ``torch_npu.atb`` namespace (the ATB ops torch_npu does not put at
+top level, ``ATB_API_LIST`` in the wheel's ``torch_npu/op_plugin/atb/_atb_ops.py``); they go to ``fake.atb``.
+
 Every op is wrapped as a device kernel (:func:`npu.device_kernel`): a graph capture records it as one
 task. The wrapper finds the op in its submodule at each call, so replacing it there with setattr (as
 ``practice/judge.py engine`` installs a learner's op) takes effect in a module already built. The graph and stream API is the ``npu`` submodule, installed as ``torch_npu.npu`` and, for the
@@ -35,7 +38,7 @@ from . import npu
 
 EMULATION_NOTE = "verified against an emulation of torch_npu semantics; not run on Ascend hardware here"
 
-SUBMODULES = ("norm", "rotary", "activation", "attention", "moe")
+SUBMODULES = ("norm", "rotary", "activation", "attention", "moe", "mla")
 
 
 class RealTorchNpuPresentError(RuntimeError):
@@ -52,6 +55,7 @@ def build_module() -> types.ModuleType:
     fake.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
     fake.__emulation__ = True
     fake.EMULATION_NOTE = EMULATION_NOTE
+    fake.atb = types.ModuleType("torch_npu.atb", "Emulated torch_npu.atb ops.")
     for name in SUBMODULES:
         qualname = f"{__name__}.{name}"
         try:
@@ -63,10 +67,11 @@ def build_module() -> types.ModuleType:
         reset = getattr(module, "reset_process_state", None)
         if reset is not None:
             reset()
-        for op in module.__all__:
-            if hasattr(fake, op):
-                raise RuntimeError(f"emulated op {op!r} is defined twice (second time in {qualname})")
-            setattr(fake, op, npu.device_kernel(op, _looked_up_at_call_time(module, op)))
+        for namespace, prefix, ops in ((fake, "", module.__all__), (fake.atb, "atb.", getattr(module, "__atb__", ()))):
+            for op in ops:
+                if hasattr(namespace, op):
+                    raise RuntimeError(f"emulated op {prefix}{op!r} is defined twice (second time in {qualname})")
+                setattr(namespace, op, npu.device_kernel(prefix + op, _looked_up_at_call_time(module, op)))
     npu.reset_process_state()
     fake.npu = npu.build_npu_module()
     return fake

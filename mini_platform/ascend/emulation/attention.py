@@ -74,7 +74,9 @@ def _npu_reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: to
                            value_cache: torch.Tensor, slot_indices: torch.Tensor) -> None:
     """ATB ReshapeAndCache: ``key_cache[s // bs, s % bs] = key[t]`` for ``s = slot_indices[t]`` (same for value).
 
-    key/value ``[T, Nkv, D]``; caches ``[blocks, block_size, Nkv, D]``; ``slot_indices`` int32 ``[T]``.
+    key/value ``[T, Nkv, D]``; caches ``[blocks, block_size, Nkv, D]``; ``slot_indices`` int32 ``[T]``. The head
+    dims of key and value may differ: vllm-ascend (v0.9.1 ``mla_v1.py``, v0.11.0 ``torchair/torchair_mla.py``)
+    writes MLA's latent (key, 512) and rotary key (value, 64) this way; the ATB page is not quoted here.
     Slots < 0 (vLLM's padding) are skipped: vllm-ascend slices them off before calling, so this
     emulation treats them as "not written" rather than as an error.
     """
@@ -82,9 +84,10 @@ def _npu_reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: to
     if slot_indices.dtype != torch.int32 or slot_indices.shape != key.shape[:1]:
         raise ValueError(f"{op}: slot_indices must be int32 [T={key.shape[0]}], got {slot_indices.dtype} "
                          f"{tuple(slot_indices.shape)}")
-    if key.dim() != 3 or value.shape != key.shape or key_cache.shape != value_cache.shape \
-            or key_cache.dim() != 4 or key_cache.shape[2:] != key.shape[1:]:
-        raise ValueError(f"{op}: need key/value [T, Nkv, D] and caches [blocks, block_size, Nkv, D]; got "
+    if key.dim() != 3 or value.dim() != 3 or value.shape[:2] != key.shape[:2] or key_cache.dim() != 4 \
+            or value_cache.shape[:3] != key_cache.shape[:3] or key_cache.shape[2:] != key.shape[1:] \
+            or value_cache.shape[2:] != value.shape[1:]:
+        raise ValueError(f"{op}: need key/value [T, Nkv, Dk/Dv] and caches [blocks, block_size, Nkv, Dk/Dv]; got "
                          f"{tuple(key.shape)}, {tuple(value.shape)}, {tuple(key_cache.shape)}, "
                          f"{tuple(value_cache.shape)}")
     num_slots = key_cache.shape[0] * key_cache.shape[1]
@@ -172,7 +175,8 @@ def npu_fused_infer_attention_score(query: torch.Tensor, key: torch.Tensor, valu
                                     atten_mask: torch.Tensor | None = None,
                                     actual_seq_lengths: list[int] | None = None,
                                     actual_seq_lengths_kv: list[int] | None = None,
-                                    block_table: torch.Tensor | None = None, num_heads: int = 1, scale: float = 1.0,
+                                    block_table: torch.Tensor | None = None, query_rope: torch.Tensor | None = None,
+                                    key_rope: torch.Tensor | None = None, num_heads: int = 1, scale: float = 1.0,
                                     input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0,
                                     block_size: int = 0, softmax_lse_flag: bool = False,
                                     **other: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -187,6 +191,8 @@ def npu_fused_infer_attention_score(query: torch.Tensor, key: torch.Tensor, valu
     - ``sparse_mode=0`` without a mask: no masking. ``sparse_mode=3``: rightDownCausal, the query block
       aligned to the end of the KV (query ``i`` sees keys ``<= kv_len - q_len + i``), with the 2048x2048 mask.
 
+    - The MLA form (``query_rope``/``key_rope`` given) is :func:`_mla_decode`.
+
     Returns ``(attention_out [T, N, D] in query's dtype, softmax_lse)``: lse fp32 ``[T, N, 1]`` when
     ``softmax_lse_flag`` else a one-element zero tensor. Anything else raises ``NotImplementedError``.
     """
@@ -194,7 +200,11 @@ def npu_fused_infer_attention_score(query: torch.Tensor, key: torch.Tensor, valu
     unsupported = sorted(k for k, v in other.items() if v is not None and _DEFAULTS.get(k, None) != v)
     if unsupported:
         raise NotImplementedError(f"{op}: the emulation does not support {unsupported} (only the TND paged/unpaged "
-                                  f"causal path vllm-ascend uses)")
+                                  f"causal path and the MLA decode vllm-ascend uses)")
+    if query_rope is not None or key_rope is not None:
+        return _mla_decode(query, key, value, query_rope, key_rope, atten_mask, actual_seq_lengths,
+                           actual_seq_lengths_kv, block_table, num_heads, scale, input_layout, num_key_value_heads,
+                           sparse_mode, block_size, softmax_lse_flag)
     if input_layout != "TND":
         raise NotImplementedError(f"{op}: the emulation supports input_layout='TND' only, got {input_layout!r}")
     if sparse_mode == 0 and atten_mask is not None or sparse_mode not in (0, 3):
@@ -253,4 +263,60 @@ def npu_fused_infer_attention_score(query: torch.Tensor, key: torch.Tensor, valu
             out[q_start:q_end], lse[q_start:q_end] = _softmax_attention(q, k, v, scale, masked)
         q_start = q_end
     softmax_lse = lse[..., None] if softmax_lse_flag else torch.zeros(1, dtype=torch.float32)
+    return out.to(query.dtype), softmax_lse
+
+
+def _mla_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, query_rope: torch.Tensor | None,
+                key_rope: torch.Tensor | None, atten_mask: torch.Tensor | None, actual_seq_lengths: list[int] | None,
+                actual_seq_lengths_kv: list[int] | None, block_table: torch.Tensor | None, num_heads: int,
+                scale: float, input_layout: str, num_key_value_heads: int, sparse_mode: int, block_size: int,
+                softmax_lse_flag: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """FIA's MLA form as vllm-ascend v0.11.0 ``mla_v1.py _forward_decode`` calls it (no NZ cache, no speculation):
+    ``input_layout="BNSD"``, query ``[B, N, 1, D]`` and ``query_rope`` ``[B, N, 1, Dr]``; ``key`` = ``value`` the
+    latent cache viewed ``(blocknum, KV_N=1, blocksize, D)`` and ``key_rope`` ``(blocknum, 1, blocksize, Dr)``,
+    paged by ``block_table``; ``actual_seq_lengths_kv[b]`` = request ``b``'s KV length; ``sparse_mode=0``, no mask.
+
+    ``out[b, h] = softmax(scale * (q[b, h] . K_b + q_rope[b, h] . K_rope_b)) V_b`` (document: "query_rope: Tensor类型,
+    表示MLA(Multi-head Latent Attention)结构中的query的rope信息"). The document's limits (query D 512, rope D 64,
+    N in 32/64/128, block_size a multiple of 128) are not enforced, so tiny shapes run here. A KV length of 0 gives
+    zeros in the emulation; the document does not say what the op does then.
+    """
+    op = "npu_fused_infer_attention_score"
+    if query_rope is None or key_rope is None:
+        raise ValueError(f"{op}: query_rope and key_rope must be given together")
+    if input_layout != "BNSD" or sparse_mode != 0 or atten_mask is not None or actual_seq_lengths is not None \
+            or block_table is None:
+        raise NotImplementedError(f"{op}: the emulated MLA form is BNSD paged decode with sparse_mode=0, no mask and "
+                                  f"no actual_seq_lengths (got {input_layout!r}, sparse_mode={sparse_mode})")
+    for name, t in (("query", query), ("query_rope", query_rope), ("key", key), ("key_rope", key_rope)):
+        _check_dtype(t, op, name)
+        if t.dim() != 4:
+            raise ValueError(f"{op}: {name} must be 4-D in BNSD, got {tuple(t.shape)}")
+    batch = query.shape[0]
+    if query.shape[1] != num_heads or query.shape[2] != 1 or query_rope.shape[:3] != query.shape[:3]:
+        raise NotImplementedError(f"{op}: the emulated MLA form takes query [B, num_heads={num_heads}, 1, D] and "
+                                  f"query_rope [B, N, 1, Dr], got {tuple(query.shape)} and {tuple(query_rope.shape)}")
+    if num_key_value_heads != 1 or key.shape[1] != 1 or key.shape[2] != block_size or value.shape != key.shape \
+            or key_rope.shape[:3] != key.shape[:3] or key.shape[3] != query.shape[3] \
+            or key_rope.shape[3] != query_rope.shape[3]:
+        raise ValueError(f"{op}: MLA needs num_key_value_heads=1 and key = value (blocks, 1, block_size={block_size}, "
+                         f"D), key_rope (blocks, 1, block_size, Dr); got key {tuple(key.shape)}, value "
+                         f"{tuple(value.shape)}, key_rope {tuple(key_rope.shape)}")
+    _check_block_table(block_table, batch, op)
+    kv_lens = list(actual_seq_lengths_kv or [])
+    if len(kv_lens) != batch:
+        raise ValueError(f"{op}: actual_seq_lengths_kv needs one KV length per request ({batch}), got {kv_lens}")
+    latent, rope = (c.transpose(1, 2) for c in (key, key_rope))          # (blocks, block_size, 1, D)
+    out = torch.zeros(query.shape, dtype=torch.float32)
+    lse = torch.zeros(batch, num_heads, 1, 1, dtype=torch.float32)
+    for b, kv_len in enumerate(kv_lens):
+        if not kv_len:
+            continue
+        c = _request_kv(latent, block_table[b], kv_len)[:, 0].float()   # [L, D]
+        pe = _request_kv(rope, block_table[b], kv_len)[:, 0].float()    # [L, Dr]
+        scores = scale * (query[b, :, 0].float() @ c.T + query_rope[b, :, 0].float() @ pe.T)   # [N, L]
+        lse[b, :, 0, 0] = torch.logsumexp(scores, dim=-1)
+        out[b, :, 0] = torch.softmax(scores, dim=-1) @ _request_kv(value.transpose(1, 2), block_table[b],
+                                                                    kv_len)[:, 0].float()
+    softmax_lse = lse if softmax_lse_flag else torch.zeros(1, dtype=torch.float32)
     return out.to(query.dtype), softmax_lse

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_moe_init_routing_v2",
+__all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k", "npu_moe_init_routing", "npu_moe_init_routing_v2",
            "npu_moe_compute_expert_tokens", "npu_grouped_matmul", "npu_moe_finalize_routing",
            "npu_moe_token_unpermute"]
 
@@ -63,6 +63,60 @@ def npu_moe_gating_top_k_softmax(x: torch.Tensor, finished: torch.Tensor | None 
     n = x.shape[0]
     row_idx = torch.arange(n * k, dtype=torch.int32, device=x.device).reshape(k, n).transpose(0, 1).contiguous()
     return y.to(x.dtype), expert_idx.to(torch.int32), row_idx
+
+
+def npu_moe_gating_top_k(x: torch.Tensor, k: int, *, bias: torch.Tensor | None = None,
+                         input_ids: torch.Tensor | None = None, tid2eid: torch.Tensor | None = None, k_group: int = 1,
+                         group_count: int = 1, group_select_mode: int = 0, renorm: int = 0, norm_type: int = 0,
+                         out_flag: bool = False, routed_scaling_factor: float = 1.0,
+                         eps: float = 1e-20) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Grouped top-k gating, after the numpy reference of op-plugin 517f2e7d
+    ``docs/zh/custom_APIs/torch_npu/torch_npu-npu_moe_gating_top_k.md`` (in fp32):
+
+    ``norm = softmax(x)`` (``norm_type=0``) or ``sigmoid(x)`` (1); ``choice = norm + bias``; with ``group_count > 1``
+    a group scores its maximum (``group_select_mode=0``) or the sum of its top two (1), and all but the
+    ``k_group`` best groups (stable order: lower group first among equals) are set to -inf; the ``k`` best experts
+    by ``choice`` (stable: lower id first); ``y = norm`` at those experts, divided by ``sum(y) + eps`` only for
+    sigmoid, then times ``routed_scaling_factor``.
+
+    Returns ``(y [N, k] in x's dtype, expert_idx int32 [N, k], norm_out fp32 [N, E])``; the document defines
+    ``norm_out`` when ``out_flag`` (the emulation always fills it, with the shape of the wheel's meta function).
+    The hash mode (``input_ids``/``tid2eid``) is not emulated; ``renorm`` other than 0 is refused ("表示先进行norm再进行topk计算。当前仅支持`0`").
+    """
+    op = "npu_moe_gating_top_k"
+    if input_ids is not None or tid2eid is not None:
+        raise _not_emulated(op, "the hash mode (input_ids, tid2eid)")
+    if renorm != 0 or norm_type not in (0, 1) or group_select_mode not in (0, 1):
+        raise ValueError(f"{op}: renorm must be 0, norm_type and group_select_mode 0 or 1; got {renorm}, {norm_type}, "
+                         f"{group_select_mode}")
+    if x.dim() != 2 or x.dtype not in (torch.float16, torch.bfloat16, torch.float32) or x.shape[1] > 2048:
+        raise ValueError(f"{op}: x must be a 2-D float16/bfloat16/float32 tensor with at most 2048 experts, got "
+                         f"{x.dtype} {tuple(x.shape)}")
+    num_experts = x.shape[1]
+    if bias is not None and (bias.shape != (num_experts,) or bias.dtype != x.dtype):
+        raise ValueError(f"{op}: bias must be [{num_experts}] of x's dtype {x.dtype}, got {bias.dtype} "
+                         f"{tuple(bias.shape)}")
+    per_group = num_experts // group_count if group_count > 0 and num_experts % group_count == 0 else 0
+    if per_group <= 2 or -(-per_group // 32) * 32 * group_count > 2048:
+        raise ValueError(f"{op}: group_count={group_count} must divide the {num_experts} experts into groups of more "
+                         "than 2, with ceil32(group size) * group_count <= 2048")
+    if not 1 <= k_group <= group_count or not 1 <= k <= per_group * k_group:
+        raise ValueError(f"{op}: need 1 <= k_group <= group_count and 1 <= k <= experts / group_count * k_group, "
+                         f"got k={k}, k_group={k_group}, group_count={group_count}")
+    norm = torch.softmax(x.float(), dim=-1) if norm_type == 0 else torch.sigmoid(x.float())
+    choice = norm if bias is None else norm + bias.float()
+    if group_count > 1:
+        grouped = choice.unflatten(-1, (group_count, -1))
+        group_scores = grouped.amax(dim=-1) if group_select_mode == 0 else grouped.topk(2, dim=-1)[0].sum(dim=-1)
+        kept = torch.argsort(-group_scores, dim=-1, stable=True)[:, :k_group]
+        dropped = torch.ones_like(group_scores, dtype=torch.bool).scatter_(1, kept, False)
+        choice = grouped.masked_fill(dropped[..., None], float("-inf")).flatten(1)
+    expert_idx = torch.argsort(-choice, dim=-1, stable=True)[:, :k]
+    y = norm.gather(1, expert_idx)
+    if norm_type == 1:
+        y = y / (y.sum(dim=-1, keepdim=True) + eps)
+    y = y * routed_scaling_factor
+    return y.to(x.dtype), expert_idx.to(torch.int32), norm
 
 
 def npu_moe_init_routing(x: torch.Tensor, row_idx: torch.Tensor, expert_idx: torch.Tensor,

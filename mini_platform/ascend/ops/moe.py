@@ -16,7 +16,8 @@ back as -1 in ``expanded_row_idx``: vllm-ascend passes ``abs()`` of it to the co
 which reads row 1 (absent when T*K = 1); here they are clamped to row 0, with the weights zeroed likewise.
 
 The router is ``npu_moe_gating_top_k_softmax`` (v0.9.1 and v0.11.0 ``select_experts``), fed fp32 logits so the
-weights come back in fp32 as the kernel contract says. torch_npu is imported at call time.
+weights come back in fp32 as the kernel contract says. Grouped routing (DeepSeek) is ``npu_moe_gating_top_k``
+(v0.11.0 ``ops/moe/experts_selector.py``). torch_npu is imported at call time.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import importlib
 import torch
 
 from ... import envs
-from ...ops.cpu.moe import check_experts_args, check_topk_args
+from ...ops.cpu.moe import check_experts_args, check_grouped_topk_args, check_topk_args
 
 
 def _torch_npu():
@@ -38,6 +39,35 @@ def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool)
     weights, ids, _row_idx = _torch_npu().npu_moe_gating_top_k_softmax(router_logits.float(), None, k=top_k)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, ids.to(torch.int32)
+
+
+def moe_grouped_topk(router_logits: torch.Tensor, top_k: int, num_expert_group: int, topk_group: int,
+                     renormalize: bool, scoring_func: str = "softmax",
+                     e_score_correction_bias: torch.Tensor | None = None,
+                     routed_scaling_factor: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grouped top-k routing with ``npu_moe_gating_top_k``, called as vllm-ascend v0.11.0's ``experts_selector.py``
+    does for DeepSeek-V3 (``k``, ``bias``, ``k_group``, ``group_count``, ``group_select_mode``, ``renorm=0``,
+    ``norm_type``, ``routed_scaling_factor``, ``eps=1e-20``), on fp32 logits and bias so the weights come back fp32.
+
+    The op divides the chosen sigmoid scores by ``sum + eps`` (and never the softmax ones), so: sigmoid with
+    ``renormalize`` and softmax without are the op's own results; softmax with ``renormalize`` is divided by the sum
+    here after the op (vllm-ascend's order for ``npu_moe_gating_top_k_softmax``); sigmoid without it takes the
+    op's ``norm_out`` (the unnormalised sigmoid, ``out_flag=True``) at the chosen experts. The group score is the
+    top-2 sum with a bias (V3, ``group_select_mode=1``) and the maximum without (V2, 0), as the contract says.
+    """
+    check_grouped_topk_args(router_logits, top_k, num_expert_group, topk_group, scoring_func, e_score_correction_bias)
+    sigmoid = scoring_func == "sigmoid"
+    op_scales = sigmoid == renormalize        # the op's y is the contract's weight, scaling included
+    weights, ids, norm = _torch_npu().npu_moe_gating_top_k(
+        router_logits.float(), k=top_k,
+        bias=None if e_score_correction_bias is None else e_score_correction_bias.float(), k_group=topk_group,
+        group_count=num_expert_group, group_select_mode=0 if e_score_correction_bias is None else 1, renorm=0,
+        norm_type=1 if sigmoid else 0, out_flag=sigmoid and not renormalize,
+        routed_scaling_factor=routed_scaling_factor if op_scales else 1.0, eps=1e-20)
+    if not op_scales:
+        weights = norm.gather(1, ids.long()) if sigmoid else weights / weights.sum(dim=-1, keepdim=True)
+        weights = weights * routed_scaling_factor
     return weights, ids.to(torch.int32)
 
 

@@ -8,6 +8,13 @@ same slicing as vllm-ascend's ``rope_forward_oot`` (v0.10 and later). vllm-ascen
 the head width from the cos table and uses ``head_size`` only as the rotation coefficient of the
 interleaved style, which must equal that width.
 
+DeepSeek's interleaved rope (``is_neox_style=False`` on whole 64-wide heads, MLA's ``q_pe``/``k_pe``) goes through
+``torch_npu.npu_interleave_rope`` instead, as vllm-ascend v0.11.0's ``mla_v1.py rope_single`` does: cos and sin
+``[T, 1, 1, 64]`` in halves (``cat(freqs, freqs)``, its ``cos_cached``), ``x`` viewed ``[T, heads, 1, 64]``. The
+op returns each head de-interleaved (``x[0::2]`` rotated, then ``x[1::2]`` rotated); vllm-ascend keeps that order
+for q and k alike, which leaves the scores unchanged, while this kernel puts the pairs back in place, so that its
+output is the contract's.
+
 Beware on real hardware: the op builds its cos/sin tables from the ``cos_sin_cache`` of its *first*
 call and keeps them in a C++ static for the life of the process (op-plugin ``RopeAtb.cpp``); a
 second model with another RoPE table in the same process silently gets the first table. The CPU
@@ -45,11 +52,27 @@ def claim_cos_sin_cache(cos_sin_cache: torch.Tensor) -> None:
             "it a max_model_len no longer than the first one's)")
 
 
+# npu_interleave_rope's only head size (op-plugin torch_npu-npu_interleave_rope.md: D must be 64).
+INTERLEAVE_ROPE_DIM = 64
+
+
+def _interleave_rope(torch_npu, positions: torch.Tensor, x: torch.Tensor, cos_sin_cache: torch.Tensor) -> torch.Tensor:
+    """``x`` ``[T, n*64]`` rotated in interleaved pairs with ``npu_interleave_rope``, pairs put back in place."""
+    cos, sin = cos_sin_cache.index_select(0, positions).chunk(2, dim=-1)
+    cos, sin = (torch.cat((t, t), dim=-1).to(x.dtype)[:, None, None, :] for t in (cos, sin))
+    heads = x.reshape(x.shape[0], -1, 1, INTERLEAVE_ROPE_DIM)
+    rotated = torch_npu.npu_interleave_rope(heads, cos, sin)
+    return rotated.unflatten(-1, (2, -1)).transpose(-1, -2).reshape(x.shape)
+
+
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
     torch_npu = importlib.import_module("torch_npu")
     rot_dim = check_rotary_args(positions, query, key, head_size, cos_sin_cache)
+    if not is_neox_style and rot_dim == head_size == INTERLEAVE_ROPE_DIM:
+        return _interleave_rope(torch_npu, positions, query, cos_sin_cache), \
+            _interleave_rope(torch_npu, positions, key, cos_sin_cache)
     if rot_dim == head_size:
         query = query.clone(memory_format=torch.contiguous_format)
         key = key.clone(memory_format=torch.contiguous_format)
