@@ -6,8 +6,9 @@
    (``mini_platform.ops.triton.aot.record_launches``): the engine (``LLM`` on ``backend="triton"``)
    generating on one-layer tiny Llama checkpoints in fp32, fp16 (head_dim 16) and bf16 (head_dim 128, as
    in Llama-3-8B) and tiny Mixtral checkpoints in fp32 and bf16 (head_dim 128), with chunked prefills and
-   decodes; and the reference solutions of exercises 196, 215 and 237 on shapes like their tests'.
-   The capstone ships no Triton kernel.
+   decodes; the DeepSeek kernels (MLA and grouped top-k routing) called directly on DeepSeek-V3-like shapes
+   in fp32 and bf16 (the engine runs no DeepSeek checkpoint yet); and the reference solutions of exercises
+   196, 215 and 237 on shapes like their tests'. The capstone ships no Triton kernel.
 2. In subprocesses without ``TRITON_INTERPRET`` (two at once), each distinct launch is compiled by Triton for the
    three targets, and the table prints registers per thread, spill bytes (NVIDIA: ``ptxas -v`` of the
    wheel; AMD: VGPR spills), shared memory, warps and the occupancy those allow on an A100 / H100
@@ -34,7 +35,8 @@ from mini_platform.model import make_tiny_checkpoint
 from mini_platform.ops.triton import aot   # imports no kernel module
 
 REPO = Path(__file__).resolve().parent.parent
-ENGINE_SOURCES = [f"mini_platform.ops.triton.{m}" for m in ("activation", "attention", "layernorm", "moe", "rotary")]
+ENGINE_SOURCES = [f"mini_platform.ops.triton.{m}" for m in ("activation", "attention", "layernorm", "mla", "moe",
+                                                               "rotary")]
 EXERCISES = {196: "practice/196_triton_silu_and_mul/solution.py", 215: "practice/215_triton_paged_decode/solution.py",
              237: "practice/237_triton_grouped_gemm/solution.py"}
 WIDE = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 128,
@@ -53,6 +55,35 @@ def run_engine(arch: str, dtype: str, overrides: dict, workdir: Path) -> None:
                                  num_hidden_layers=1, **overrides)
     llm = LLM(model=str(model), backend="triton", device="cpu", dtype=dtype, max_num_batched_tokens=32)
     llm.generate([list(range(3, 40)), [7, 8, 9]], SamplingParams(temperature=0, max_tokens=2, ignore_eos=True))
+
+
+def run_deepseek_kernels() -> None:
+    """The MLA kernels and grouped top-k routing on DeepSeek-V3's shapes (kv_lora_rank 512, qk_rope_head_dim 64,
+    16 heads per rank, a 192/128 Dqk/Dv prefill; 256 experts in 8 groups, 4 kept, 8 chosen, sigmoid scores and a
+    correction bias) and DeepSeek-V2's routing (160 experts, 8 groups, 3 kept, 6 chosen, softmax, no bias), with
+    block size 16 and a padding slot. The prefill uses two heads: the head count changes no compiled argument."""
+    from mini_platform import ops
+
+    gen = torch.Generator().manual_seed(0)
+    rand = lambda *shape, dtype: torch.randn(*shape, generator=gen).to(dtype)  # noqa: E731
+    latent, rope, heads, block_size, tokens = 512, 64, 16, 16, 20
+    for dtype in (torch.float32, torch.bfloat16):
+        kv_c_cache = torch.zeros(4, block_size, 1, latent, dtype=dtype)
+        k_pe_cache = torch.zeros(4, block_size, 1, rope, dtype=dtype)
+        slots = torch.cat([torch.arange(tokens - 1), torch.tensor([-1])]).to(torch.int32)
+        ops.concat_and_cache_mla(rand(tokens, latent, dtype=dtype), rand(tokens, rope, dtype=dtype), kv_c_cache,
+                                 k_pe_cache, slots, backend="triton")
+        tables = torch.arange(4, dtype=torch.int32).view(2, 2)
+        seq_lens = torch.tensor([3, tokens - 1], dtype=torch.int32)
+        ops.mla_decode_attention(rand(2, heads, latent, dtype=dtype), rand(2, heads, rope, dtype=dtype), kv_c_cache,
+                                 k_pe_cache, tables, seq_lens, 192 ** -0.5, backend="triton")
+        ops.gather_mla_cache(kv_c_cache, k_pe_cache, tables, seq_lens, backend="triton")
+        starts = torch.tensor([0, 3, tokens - 1], dtype=torch.int32)
+        ops.mla_prefill_attention(rand(tokens - 1, 2, 192, dtype=dtype), rand(tokens - 1, 2, 192, dtype=dtype),
+                                  rand(tokens - 1, 2, 128, dtype=dtype), starts, starts, 192 ** -0.5, backend="triton")
+    ops.moe_grouped_topk(rand(3, 256, dtype=torch.float32), 8, 8, 4, True, "sigmoid",
+                         rand(256, dtype=torch.float32), 2.5, backend="triton")
+    ops.moe_grouped_topk(rand(3, 160, dtype=torch.bfloat16), 6, 8, 3, False, "softmax", None, 1.0, backend="triton")
 
 
 def run_exercises() -> None:
@@ -97,10 +128,12 @@ def as_on_gpu(launch: aot.Launch) -> aot.Launch:
 
 
 def record(engine_runs=ENGINE_RUNS, exercises: bool = True) -> list[aot.Launch]:
-    """The distinct launches of the given engine runs and of the exercises, as a GPU would make them."""
+    """The distinct launches of the given engine runs, of the DeepSeek kernels and of the exercises, as a GPU
+    would make them."""
     with tempfile.TemporaryDirectory() as tmp, aot.record_launches(ENGINE_SOURCES + list(EXERCISES.values())) as got:
         for arch, dtype, overrides in engine_runs:
             run_engine(arch, dtype, overrides, Path(tmp))
+        run_deepseek_kernels()
         if exercises:
             run_exercises()
     return list(dict.fromkeys(as_on_gpu(launch) for launch in got))

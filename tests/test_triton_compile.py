@@ -84,9 +84,11 @@ def test_engine_kernels_do_not_spill(compiled):
 
 def test_full_precision_dots_compile_without_tf32_and_bf16_dots_on_tensor_cores(compiled):
     """The interpreter ignores input_precision; the compiler would turn an fp32 tl.dot into TF32 tensor-core
-    instructions unless the kernel asks for "ieee", as the attention, the fp32 MoE GEMM and exercise 237 do."""
+    instructions unless the kernel asks for "ieee", as the attention, the MLA kernels, the fp32 MoE GEMM and
+    exercise 237 do."""
     _, results = compiled
-    dots = [r for r in results if r["launch"]["kernel"] in ("_paged_attention_kernel", "fused_moe_kernel")
+    dots = [r for r in results if r["launch"]["kernel"] in ("_paged_attention_kernel", "fused_moe_kernel",
+                                                            "_mla_decode_stage1_kernel", "_mla_prefill_kernel")
             and "ptx" in r]
     assert len(dots) > 10
     for r in dots:
@@ -97,6 +99,20 @@ def test_full_precision_dots_compile_without_tf32_and_bf16_dots_on_tensor_cores(
         assert tensor_core == bf16_gemm, (launch.kernel, launch.dtypes(), r["target"])   # the others dot in fp32
         if bf16_gemm:
             assert ".bf16" in r["ptx"]
+
+
+def test_mla_decode_compiles_at_deepseek_v3_size_without_spills(compiled):
+    """The stage-1 MLA decode at kv_lora_rank 512 and qk_rope_head_dim 64 (DeepSeek-V3), fp32 and bf16 caches:
+    no spills on any target at 4 warps (see ``_decode_launch_options`` in ops/triton/mla.py)."""
+    _, results = compiled
+    stage1 = [r for r in results if r["launch"]["kernel"] == "_mla_decode_stage1_kernel"
+              and aot.Launch.from_json(r["launch"]).constexprs()["BLOCK_L"] == 512]
+    assert {(aot.Launch.from_json(r["launch"]).dtypes().split("/")[0], r["target"]) for r in stage1} == \
+        {(dtype, target) for dtype in ("fp32", "bf16") for target in aot.TARGETS}
+    for r in stage1:
+        assert r["spills"] == 0, r
+        if r["target"] in aot.SM_LIMITS:
+            assert r["occupancy"]["warps"] >= 8, r
 
 
 BAD_KERNEL = textwrap.dedent('''

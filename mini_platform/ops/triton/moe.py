@@ -9,6 +9,10 @@
    write zeros.
 3. ``fused_experts`` = GEMM1 (``w13``) -> ``silu_and_mul`` -> GEMM2 (``w2``, weighted) -> sum over the K slots.
 
+Routing: ``moe_topk_softmax`` computes the softmax in Triton and selects with the specification's own code;
+``moe_grouped_topk`` (DeepSeek-V2/V3) is one program per token that scores, picks the groups and then the experts
+by repeated arg-max (the lowest id among equal values, as the specification's stable sort), all in fp32.
+
 vLLM sources read (vllm-project/vllm): ``fused_moe/moe_align_block_size.py`` at commit 05be9924
 (docstring example, sentinel ``numel``, buffer ``numel + E*(block_size-1)``, ``expert_map`` applied to
 the per-block ids) and ``fused_moe_kernel`` in ``fused_moe/fused_moe.py`` at commit 000d1458 (grouped
@@ -28,7 +32,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ..cpu.moe import check_experts_args, check_topk_args, num_global_experts, select_topk
+from ..cpu.moe import (check_experts_args, check_grouped_topk_args, check_topk_args, num_global_experts,
+                       select_topk)
 from . import activation
 
 
@@ -200,3 +205,83 @@ def moe_topk_softmax(router_logits: torch.Tensor, top_k: int, renormalize: bool)
         logits = router_logits if router_logits.stride(-1) == 1 else router_logits.contiguous()
         _softmax_kernel[(t,)](logits, probs, logits.stride(0), e, BLOCK_E=triton.next_power_of_2(e))
     return select_topk(probs, top_k, renormalize)
+
+
+@triton.jit
+def _grouped_topk_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, logits_stride, routed_scaling_factor,
+                         num_groups, group_size, topk_group, top_k,
+                         SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, RENORMALIZE: tl.constexpr,
+                         BLOCK_G: tl.constexpr, BLOCK_GS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One token row, seen as a ``[groups, experts per group]`` tile (any sizes: masked powers of two)."""
+    row = tl.program_id(0).to(tl.int64)
+    offs_g = tl.arange(0, BLOCK_G)[:, None]
+    offs_j = tl.arange(0, BLOCK_GS)[None, :]
+    expert = offs_g * group_size + offs_j                             # global expert id of each cell
+    valid = (offs_g < num_groups) & (offs_j < group_size)
+    x = tl.load(logits_ptr + row * logits_stride + expert, mask=valid, other=float("-inf")).to(tl.float32)
+    if SIGMOID:
+        scores = tl.where(valid, tl.sigmoid(x), 0.0)
+    else:
+        e = tl.exp(x - tl.max(tl.max(x, axis=1), axis=0))              # 0 in the padding
+        scores = e / tl.sum(tl.sum(e, axis=1), axis=0)
+    choice = scores
+    if HAS_BIAS:
+        choice = scores + tl.load(bias_ptr + expert, mask=valid, other=0.0).to(tl.float32)
+    choice = tl.where(valid, choice, float("-inf"))
+
+    best = tl.max(choice, axis=1)                                     # [BLOCK_G]
+    if HAS_BIAS:   # V3: a group's two best experts (one copy of a repeated best value taken out)
+        first = tl.min(tl.where(choice == best[:, None], offs_j, BLOCK_GS), axis=1)
+        second = tl.max(tl.where(offs_j == first[:, None], float("-inf"), choice), axis=1)
+        group_score = tl.where(second == float("-inf"), best, best + second)   # a one-expert group: its best
+    else:          # V2: a group's best expert
+        group_score = best
+    group_ids = tl.arange(0, BLOCK_G)
+    group_score = tl.where(group_ids < num_groups, group_score, float("-inf"))
+    kept = group_ids < 0
+    for _ in range(topk_group):                                       # the best group left, lower id on ties
+        top = tl.max(group_score, axis=0)
+        pick = tl.min(tl.where(group_score == top, group_ids, BLOCK_G), axis=0)
+        kept = kept | (group_ids == pick)
+        group_score = tl.where(group_ids == pick, float("-inf"), group_score)
+
+    choice = tl.where(kept[:, None], choice, float("-inf"))
+    offs_k = tl.arange(0, BLOCK_K)
+    ids = tl.zeros([BLOCK_K], tl.int32)
+    weights = tl.zeros([BLOCK_K], tl.float32)
+    for k in range(top_k):                                            # the best expert left, lower id on ties
+        top = tl.max(tl.max(choice, axis=1), axis=0)
+        pick = tl.min(tl.min(tl.where(choice == top, expert, BLOCK_G * BLOCK_GS), axis=1), axis=0)
+        chosen = expert == pick
+        ids = tl.where(offs_k == k, pick, ids)
+        weights = tl.where(offs_k == k, tl.sum(tl.sum(tl.where(chosen, scores, 0.0), axis=1), axis=0), weights)
+        choice = tl.where(chosen, float("-inf"), choice)
+    if RENORMALIZE:
+        weights = weights / tl.sum(weights, axis=0)
+    k_mask = offs_k < top_k
+    tl.store(weights_ptr + row * top_k + offs_k, weights * routed_scaling_factor, mask=k_mask)
+    tl.store(ids_ptr + row * top_k + offs_k, ids, mask=k_mask)
+
+
+def moe_grouped_topk(router_logits: torch.Tensor, top_k: int, num_expert_group: int, topk_group: int,
+                     renormalize: bool, scoring_func: str = "softmax",
+                     e_score_correction_bias: torch.Tensor | None = None,
+                     routed_scaling_factor: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grouped top-k routing (DeepSeek-V2/V3), one program per token; the rules, ties included, are those of
+    ``mini_platform.ops.moe_grouped_topk``: fp32 weights and int32 ids, both ``[T, K]``."""
+    check_grouped_topk_args(router_logits, top_k, num_expert_group, topk_group, scoring_func,
+                            e_score_correction_bias)
+    t, e = router_logits.shape
+    weights = torch.empty((t, top_k), dtype=torch.float32, device=router_logits.device)
+    ids = torch.empty((t, top_k), dtype=torch.int32, device=router_logits.device)
+    if t:
+        logits = router_logits if router_logits.stride(-1) == 1 else router_logits.contiguous()
+        has_bias = e_score_correction_bias is not None
+        bias = e_score_correction_bias.contiguous() if has_bias else logits   # not read without a bias
+        group_size = e // num_expert_group
+        _grouped_topk_kernel[(t,)](
+            logits, bias, weights, ids, logits.stride(0), float(routed_scaling_factor), num_expert_group, group_size,
+            topk_group, top_k, SIGMOID=scoring_func == "sigmoid", HAS_BIAS=has_bias, RENORMALIZE=bool(renormalize),
+            BLOCK_G=triton.next_power_of_2(num_expert_group), BLOCK_GS=triton.next_power_of_2(group_size),
+            BLOCK_K=triton.next_power_of_2(top_k))
+    return weights, ids
