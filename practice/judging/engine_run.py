@@ -64,7 +64,7 @@ from typing import Any, Callable, Iterator
 
 from . import engine_cache, sandbox
 
-SEEDS = {"llama": 0, "mixtral": 1, "qwen2_moe": 2}
+SEEDS = {"llama": 0, "mixtral": 1, "qwen2_moe": 2, "deepseek_v3": 3}
 VOCAB = 257                      # mini_platform.model.tiny's vocabulary
 MAX_TOKENS = 8
 MAX_STEPS = 400                  # an engine that has not finished by then is not making progress
@@ -116,6 +116,9 @@ RUNS = (
     _run("llama/graph", "llama", {7}, enforce_eager=False),
     _run("llama/tp2", "llama", {8}, tensor_parallel_size=2),
     _run("mixtral/tp2-ep", "mixtral", {6, 8}, tensor_parallel_size=2, enable_expert_parallel=True),
+    _run("deepseek_v3", "deepseek_v3", {10}),
+    _run("deepseek_v3/triton", "deepseek_v3", {10}, backend="triton"),
+    _run("deepseek_v3/npu", "deepseek_v3", {10}, **NPU_OPTIONS),
 )
 
 
