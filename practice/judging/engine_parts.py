@@ -69,8 +69,6 @@ RUN_TEXT = {
     "llama/tp2": ("张量并行：2 个 worker 进程，gloo", "tensor parallel: 2 worker processes over gloo"),
     "mixtral/tp2-ep": ("张量并行 + 专家并行：2 个 worker 进程，gloo", "tensor + expert parallel: 2 worker processes over gloo"),
     "deepseek_v3": ("DeepSeek-V3 结构（MLA + 分组路由），cpu 内核，eager", "DeepSeek-V3 shape (MLA + grouped routing), cpu kernels, eager"),
-    "deepseek_v3/triton": ("DeepSeek-V3 结构，Triton 内核，在 Triton 解释器里运行",
-                           "DeepSeek-V3 shape, Triton kernels, run in the Triton interpreter"),
     "deepseek_v3/npu": ("DeepSeek-V3 结构，npu 内核对照 torch_npu 的 CPU 模拟，5 个 16 token 的块",
                         "DeepSeek-V3 shape, npu kernels against the CPU emulation of torch_npu, 5 blocks of 16 tokens"),
 }

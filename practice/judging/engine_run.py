@@ -117,7 +117,6 @@ RUNS = (
     _run("llama/tp2", "llama", {8}, tensor_parallel_size=2),
     _run("mixtral/tp2-ep", "mixtral", {6, 8}, tensor_parallel_size=2, enable_expert_parallel=True),
     _run("deepseek_v3", "deepseek_v3", {10}),
-    _run("deepseek_v3/triton", "deepseek_v3", {10}, backend="triton"),
     _run("deepseek_v3/npu", "deepseek_v3", {10}, **NPU_OPTIONS),
 )
 
