@@ -27,7 +27,7 @@ from .sharding import divide
 
 def split_kv_b_proj(weight: torch.Tensor, num_heads: int, qk_nope_head_dim: int,
                     v_head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``kv_b_proj.weight`` ``[nh * (dn + dv), L]`` -> ``(w_uk [nh, dn, L], w_uv [nh, dv, L])``, contiguous copies
+    """``kv_b_proj.weight`` ``[nh * (dn + dv), L]`` -> ``(w_uk [nh, dn, L], w_uv [nh, dv, L])``, contiguous,
     in the weight's dtype (exercise 275 stands in for it). A ValueError names a weight of the wrong shape."""
     if weight.dim() != 2 or weight.shape[0] != num_heads * (qk_nope_head_dim + v_head_dim):
         raise ValueError(f"kv_b_proj weight must be [num_heads * (qk_nope_head_dim + v_head_dim) = "
