@@ -99,6 +99,7 @@ def checked():
         return dict(zip((e.name for e in loaded), pool.map(judge.check_exercise, loaded)))
 
 
+@pytest.mark.slow   # about three minutes on 2 cores: the slow tier (python -m pytest -m slow)
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
 def test_exercise_passes_the_maintainer_check(folder, checked):
     """Well formed, has test_example*, solution accepted, starter imports and fails, every wrong/*.py

@@ -21,6 +21,8 @@ import torch
 from benchmarks import triton_compile
 from mini_platform.ops.triton import aot
 
+# The slow tier (python -m pytest -m slow): about a minute and a half of compiling on 2 cores.
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 # The engine's launches may spill at most this much (bytes per thread, sm_80/sm_90). The one spill left is
 # 4 bytes of the fp16 attention launch with one request on sm_90, at 48 registers: not register pressure.
