@@ -18,7 +18,7 @@ from mini_platform.generate import main as generate_main
 from mini_platform.model import ModelConfig, UnsupportedModelError, greedy_generate, load_model
 from mini_platform.model.contiguous_attention import causal_attention
 from mini_platform.model.mla import expand_latents, mla_softmax_scale, split_kv_b_proj
-from test_model import hf_greedy
+from test_model import greedy_memo, hf_greedy, hf_random_model
 
 VOCAB = 97
 COMMON = dict(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, max_position_embeddings=128,
@@ -58,15 +58,7 @@ def hf_model(prefix: str, seed: int, **fields):
     import transformers as tf
 
     config_cls, model_cls = getattr(tf, f"{prefix}Config"), getattr(tf, f"{prefix}ForCausalLM")
-    torch.manual_seed(seed)
-    model = model_cls._from_config(config_cls(**COMMON, **fields), attn_implementation="eager", dtype=torch.float32)
-    with torch.no_grad():   # wide weights: greedy decoding without near-ties
-        for name, p in model.named_parameters():
-            p.copy_(1 + 0.1 * torch.randn_like(p) if "norm" in name else 0.2 * torch.randn_like(p))
-        for name, b in model.named_buffers():
-            if name.endswith("e_score_correction_bias"):   # zero at init: make choosing and weighting differ
-                b.copy_(0.3 * torch.randn_like(b))
-    return model.eval()
+    return hf_random_model(config_cls(**COMMON, **fields), model_cls, seed)
 
 
 @pytest.fixture(scope="module")
@@ -84,14 +76,7 @@ def checkpoints(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hf_tokens(checkpoints):
     """``hf_tokens(name, prompt, n)``: transformers' greedy continuation, memoized."""
-    memo = {}
-
-    def generate(name: str, prompt: list[int], n: int) -> list[int]:
-        key = (name, tuple(prompt), n)
-        if key not in memo:
-            memo[key] = hf_greedy(checkpoints[name][1], prompt, n)
-        return memo[key]
-    return generate
+    return greedy_memo(checkpoints)
 
 
 def prompts(seed: int, lengths: list[int], prefix: int = 0) -> list[list[int]]:

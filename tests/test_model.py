@@ -30,14 +30,36 @@ def hf_model(arch: str, seed: int = 0, default_init: bool = False, **fields):
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[arch]
+    return hf_random_model(config_cls(num_hidden_layers=2, max_position_embeddings=128, **fields), model_cls, seed,
+                           wide=not default_init)
+
+
+def hf_random_model(config, model_cls, seed: int, wide: bool = True):
+    """``model_cls`` built from ``config`` (fp32, eager attention) with seeded weights, redrawn wide (norms near 1,
+    the rest std 0.2) unless ``wide`` is False. DeepSeek-V3's ``e_score_correction_bias``, a zero buffer at
+    init, is drawn too, so that choosing and weighting the experts differ."""
     torch.manual_seed(seed)
-    config = config_cls(num_hidden_layers=2, max_position_embeddings=128, **fields)
     model = model_cls._from_config(config, attn_implementation="eager", dtype=torch.float32)
-    if not default_init:
+    if wide:
         with torch.no_grad():
             for name, p in model.named_parameters():
                 p.copy_(1 + 0.1 * torch.randn_like(p) if "norm" in name else 0.2 * torch.randn_like(p))
+            for name, b in model.named_buffers():
+                if name.endswith("e_score_correction_bias"):
+                    b.copy_(0.3 * torch.randn_like(b))
     return model.eval()
+
+
+def greedy_memo(checkpoints: dict):
+    """``generate(name, prompt, n)``: transformers' greedy continuation by ``checkpoints[name][1]``, memoized."""
+    memo = {}
+
+    def generate(name: str, prompt: list[int], n: int) -> list[int]:
+        key = (name, tuple(prompt), n)
+        if key not in memo:
+            memo[key] = hf_greedy(checkpoints[name][1], prompt, n)
+        return memo[key]
+    return generate
 
 
 @torch.inference_mode()

@@ -16,7 +16,7 @@ from mini_platform import LLM, SamplingParams, ops
 from mini_platform.generate import main as generate_main
 from mini_platform.model import (CheckpointError, ModelConfig, SparseMoeBlock, UnsupportedModelError,
                                  expert_map_for_rank, greedy_generate, load_model, make_tiny_checkpoint)
-from test_model import PROMPT, hf_from_dir, hf_greedy, hf_logits, prefill_logits
+from test_model import PROMPT, greedy_memo, hf_from_dir, hf_greedy, hf_logits, hf_random_model, prefill_logits
 
 pytestmark = pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")  # transformers, shared size 0
 VOCAB = 97
@@ -43,12 +43,7 @@ def hf_moe_model(arch: str, seed: int, **fields):
 
     config_cls, model_cls = {"mixtral": (tf.MixtralConfig, tf.MixtralForCausalLM),
                              "qwen2_moe": (tf.Qwen2MoeConfig, tf.Qwen2MoeForCausalLM)}[arch]
-    torch.manual_seed(seed)
-    model = model_cls._from_config(config_cls(**COMMON, **fields), attn_implementation="eager", dtype=torch.float32)
-    with torch.no_grad():   # wide weights: greedy decoding without near-ties
-        for name, p in model.named_parameters():
-            p.copy_(1 + 0.1 * torch.randn_like(p) if "norm" in name else 0.2 * torch.randn_like(p))
-    return model.eval()
+    return hf_random_model(config_cls(**COMMON, **fields), model_cls, seed)
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +61,7 @@ def checkpoints(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hf_tokens(checkpoints):
     """``hf_tokens(name, prompt, n)``: transformers' greedy continuation, memoized."""
-    memo = {}
-
-    def generate(name: str, prompt: list[int], n: int) -> list[int]:
-        key = (name, tuple(prompt), n)
-        if key not in memo:
-            memo[key] = hf_greedy(checkpoints[name][1], prompt, n)
-        return memo[key]
-    return generate
+    return greedy_memo(checkpoints)
 
 
 @pytest.fixture

@@ -81,6 +81,18 @@ def _find_seq_idx(query_start_loc_ptr, q_block_idx, num_seqs, BLOCK_Q: tl.conste
 
 
 @triton.jit
+def _online_softmax_step(s, v, m_i, l_i, acc):
+    """One key tile of flash attention: scores ``s`` ``[M, N]`` (masked keys at -inf), values ``v`` ``[N, D]``;
+    returns the running max, sum and unnormalised output. Rows that see no key yet stay at zero."""
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp(s - m_safe[:, None])
+    alpha = tl.exp(m_i - m_safe)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return m_new, l_i, acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+
+
+@triton.jit
 def _paged_attention_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, block_tables_ptr, query_start_loc_ptr,
                             seq_lens_ptr, scale, num_seqs, head_dim,
                             q_stride_t, q_stride_h, o_stride_t, o_stride_h, c_stride_b, c_stride_s, c_stride_h,
@@ -125,13 +137,7 @@ def _paged_attention_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, block_tabl
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale   # [BLOCK_M, TILE_N]
         visible = (offs_n[None, :] <= context_len + q_pos[:, None]) & n_mask[None, :] & row_mask[:, None]
         s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)      # rows that see nothing yet stay at zero
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
-        m_i = m_new
+        m_i, l_i, acc = _online_softmax_step(s, v, m_i, l_i, acc)
 
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     o_off = (q_start + q_pos)[:, None] * o_stride_t + head[:, None] * o_stride_h + offs_d[None, :]

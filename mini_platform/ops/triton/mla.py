@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from ..cpu.mla import check_mla_cache_args
-from .attention import _find_seq_idx
+from .attention import _find_seq_idx, _online_softmax_step
 
 NUM_KV_SPLITS = 4   # pieces of the sequence per request in the decode (vLLM's Triton MLA backend uses 4)
 DECODE_BLOCK_H = 16  # heads per decode program (tl.dot wants >= 16 rows)
@@ -318,13 +318,7 @@ def _mla_prefill_kernel(q_ptr, k_ptr, v_ptr, out_ptr, query_start_loc_ptr, kv_st
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale                 # [BLOCK_M, BLOCK_N]
         visible = (offs_n[None, :] <= context_len + offs_m[:, None]) & n_mask[None, :]
         s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)      # rows that see nothing yet stay at zero
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
-        m_i = m_new
+        m_i, l_i, acc = _online_softmax_step(s, v, m_i, l_i, acc)
 
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     tl.store(out_ptr + q_rows[:, None] * o_stride_t + head * o_stride_h + offs_v[None, :],
