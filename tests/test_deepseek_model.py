@@ -20,6 +20,7 @@ from mini_platform.model.contiguous_attention import causal_attention
 from mini_platform.model.mla import expand_latents, mla_softmax_scale, split_kv_b_proj
 from test_model import greedy_memo, hf_greedy, hf_random_model
 
+pytestmark = pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")  # transformers, no shared expert
 VOCAB = 97
 COMMON = dict(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, max_position_embeddings=128,
               bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
@@ -35,10 +36,12 @@ CONFIGS = {
                                             num_experts_per_tok=3, n_group=4, topk_group=2, n_shared_experts=1,
                                             first_k_dense_replace=1, routed_scaling_factor=2.5,
                                             rope_parameters=YARN)),
-    # The V2-Lite form in V3's class: no query bottleneck, one group, neox-style rotary, no renormalisation.
-    "dsv3-lite-neox": ("DeepseekV3", dict(**MLA, num_hidden_layers=2, q_lora_rank=None, n_routed_experts=6,
-                                          num_experts_per_tok=2, n_group=1, topk_group=1, n_shared_experts=2,
-                                          first_k_dense_replace=0, norm_topk_prob=False, rope_interleave=False)),
+    # The V2-Lite form in V3's class: no query bottleneck, one group, neox-style rotary, no renormalisation; no
+    # shared expert (transformers saves a zero-size one) and values wider than the query/key heads (20 > 8 + 8).
+    "dsv3-lite-neox": ("DeepseekV3", dict(**{**MLA, "v_head_dim": 20}, num_hidden_layers=2, q_lora_rank=None,
+                                          n_routed_experts=6, num_experts_per_tok=2, n_group=1, topk_group=1,
+                                          n_shared_experts=0, first_k_dense_replace=0, norm_topk_prob=False,
+                                          rope_interleave=False)),
     "dsv2-lite": ("DeepseekV2", dict(**MLA, num_hidden_layers=2, q_lora_rank=None, n_routed_experts=6,
                                      num_experts_per_tok=2, n_shared_experts=2, first_k_dense_replace=1,
                                      topk_method="greedy")),
@@ -110,6 +113,7 @@ def test_configs_are_read_as_transformers_reads_them(checkpoints):
     assert mla_softmax_scale(16, v3.rope_scaling) == pytest.approx(hf.scaling, rel=1e-12)   # YaRN's mscale, squared
     lite = ModelConfig.from_pretrained(checkpoints["dsv3-lite-neox"][0])
     assert lite.mla.q_lora_rank is None and not lite.mla.rope_interleave and lite.moe.sparse_layers == (0, 1)
+    assert lite.moe.shared_expert_intermediate_size == 0 and lite.mla.v_head_dim == 20
     v2 = ModelConfig.from_pretrained(checkpoints["dsv2-group-limited"][0])
     assert (v2.moe.scoring_func, v2.moe.num_expert_group, v2.moe.correction_bias) == ("softmax", 4, False)
     assert ModelConfig.from_pretrained(checkpoints["dsv2-lite"][0]).moe.num_expert_group == 1
@@ -247,7 +251,7 @@ def test_engine_on_triton_interpreted_matches_transformers(checkpoints, hf_token
     assert_engine_matches(llm, name, batch, hf_tokens, SamplingParams(temperature=0, max_tokens=3, ignore_eos=True))
 
 
-@pytest.mark.parametrize("name", ["dsv3-groups-yarn", "dsv2-group-limited", "qwen3"])
+@pytest.mark.parametrize("name", ["dsv3-groups-yarn", "dsv3-lite-neox", "dsv2-group-limited", "qwen3"])
 def test_engine_on_npu_emulated_matches_transformers(checkpoints, hf_tokens, name, emulated_npu):
     """The npu kernels as vllm-ascend calls torch_npu, verified against an emulation of torch_npu semantics (not
     run on Ascend hardware here), with preemption and chunked prefill in blocks of 16."""

@@ -88,6 +88,15 @@ def test_mla_prefill_matches_the_reference(emulated_npu, dtype):
     torch.testing.assert_close(got, expected, **tol(dtype))
 
 
+def test_mla_prefill_with_a_query_no_wider_than_the_value(emulated_npu):
+    """npu_ring_mla splits query and key at the value's width; a model with Dqk <= Dv gets zero columns first."""
+    g = torch.Generator().manual_seed(5)
+    query, key, value = torch.randn(7, 2, 12, generator=g), torch.randn(10, 2, 12, generator=g), torch.randn(10, 2, 16, generator=g)
+    args = (query, key, value, torch.tensor([0, 3, 7], dtype=torch.int32), torch.tensor([0, 3, 10], dtype=torch.int32), 0.3)
+    torch.testing.assert_close(ops.mla_prefill_attention(*args, backend="npu"),
+                               ops.mla_prefill_attention(*args, backend="cpu"), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_interleaved_rotary_embedding_matches_the_reference(emulated_npu, dtype):
     g = torch.Generator().manual_seed(5)

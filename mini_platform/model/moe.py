@@ -31,12 +31,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import ops
-from ..distributed.moe_dispatch import ExpertParallelDispatcher
+from .. import ops, utils
+from ..distributed.moe_dispatch import ExpertParallelDispatcher, current_moe_comm
 from ..distributed.parallel_state import GroupCoordinator, get_ep_group, get_moe_comm, get_tp_group
 from .config import ModelConfig
 from .layers import Linear, Shard, SiluAndMulMLP
 from .sharding import divide
+
+
+MC2_DISPATCHER = "mini_platform.ascend.mc2.MC2Dispatcher"   # by name: the model imports no backend
 
 
 def expert_map_for_rank(num_experts: int, ep_size: int, ep_rank: int, placement: str = "linear") -> torch.Tensor:
@@ -107,13 +110,15 @@ class SparseMoeBlock(nn.Module):
         self.top_k, self.renormalize, self.num_experts = moe.top_k, moe.renormalize, moe.num_experts
         self.weight_names = moe.expert_weight_names
         ep = get_ep_group()
-        self.dispatcher = None
+        self.dispatcher = self.mc2 = None
         if ep is not None and ep.world_size > 1:  # expert parallelism: whole experts, tokens sent to their owners
             if expert_map is not None:
                 raise ValueError("under expert parallelism the EP group places the experts; do not pass expert_map")
             expert_map = expert_map_for_rank(moe.num_experts, ep.world_size, ep.rank_in_group)
             self.dispatcher = ExpertParallelDispatcher(ep, expert_owners(moe.num_experts, ep.world_size),
                                                        get_moe_comm())
+            if get_moe_comm() in ("mc2", "auto"):  # Ascend's fused exchange (the engine allows it on npu only)
+                self.mc2 = utils.resolve_obj_by_qualname(MC2_DISPATCHER)(ep, moe.num_experts)
         # Without EP, tensor parallelism splits every expert's intermediate dim; with EP experts stay whole.
         self.expert_tp = get_tp_group() if self.dispatcher is None else GroupCoordinator("tp")
         self.local_experts = local_experts(expert_map, moe.num_experts)
@@ -149,13 +154,15 @@ class SparseMoeBlock(nn.Module):
 
     def ignored_checkpoint_tensors(self, prefix: str) -> set[str]:
         """Tensors a checkpoint may hold that this block does not load: other ranks' experts, and the zero-size
-        shared expert transformers saves when ``shared_expert_intermediate_size`` is 0."""
+        shared expert transformers saves when ``shared_expert_intermediate_size`` (or DeepSeek's ``n_shared_experts``)
+        is 0."""
         owned = set(self.local_experts)
         names = {f"{prefix}.experts.{e}.{w}.weight" for e in range(self.num_experts) if e not in owned
                  for w in self.weight_names}
-        if self.shared_name == "shared_expert" and self.shared_experts_mlp is None:
-            names |= {f"{prefix}.shared_expert.{w}.weight" for w in ("gate_proj", "up_proj", "down_proj")}
-            names.add(f"{prefix}.shared_expert_gate.weight")
+        if self.shared_experts_mlp is None:   # transformers saves a zero-size one (Qwen2-MoE, DeepSeek with 0)
+            names |= {f"{prefix}.{self.shared_name}.{w}.weight" for w in ("gate_proj", "up_proj", "down_proj")}
+            if self.shared_name == "shared_expert":
+                names.add(f"{prefix}.shared_expert_gate.weight")
         return names
 
     @property
@@ -186,8 +193,11 @@ class SparseMoeBlock(nn.Module):
         return out if self.shared_expert_gate is None else torch.sigmoid(self.shared_expert_gate(x)) * out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.dispatcher is not None:
-            out = self.dispatcher(x, self.route, self.routed_experts)
+        method = None if self.dispatcher is None else current_moe_comm(self.dispatcher.method)
+        if method == "mc2":
+            out = self.mc2(x, self.route, self.w13, self.w2)
+        elif self.dispatcher is not None:
+            out = self.dispatcher(x, self.route, self.routed_experts, method)
         else:  # under TP each rank has a slice of every expert: sum the partial outputs
             out = self.expert_tp.all_reduce(self.routed_experts(x, *self.route(x)))
         shared = self.shared_output(x)

@@ -112,17 +112,19 @@ def mla_prefill_attention(query: torch.Tensor, key: torch.Tensor, value: torch.T
 
     The op takes the no-rope and rope parts apart (the document's ``q_nope`` is as wide as ``value``, 128, and
     ``q_rope`` 64); scores only sum over both, so the query and key are split at ``Dv``, which is DeepSeek's split
-    (``qk_nope_head_dim == v_head_dim``). Request ``b``'s last ``n`` keys are its queries' own: the first ring
-    attends to them causally; the keys before them (the cached context) go to the second ring, unmasked.
+    (``qk_nope_head_dim == v_head_dim``). A model whose ``Dqk`` is not wider than ``Dv`` (never DeepSeek's, which
+    vllm-ascend serves) gets zero columns appended to query and key first: they add nothing to a score. Request
+    ``b``'s last ``n`` keys are its queries' own: the first ring attends to them causally; the keys before them
+    (the cached context) go to the second ring, unmasked.
     """
     if query.dim() != 3 or key.dim() != 3 or value.dim() != 3 or key.shape[:2] != value.shape[:2] or \
             key.shape[1:] != query.shape[1:]:
         raise ValueError(f"need query [T, nh, Dqk], key [S, nh, Dqk] and value [S, nh, Dv], got "
                          f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}")
     num_heads, head_dim, v_dim = query.shape[1], query.shape[2], value.shape[2]
-    if head_dim <= v_dim:
-        raise ValueError(f"npu_ring_mla splits the query into a no-rope part as wide as value ({v_dim}) and a rope "
-                         f"part; the query's head dim {head_dim} leaves no rope part")
+    if head_dim <= v_dim:   # ring_mla needs a no-rope part as wide as value and a rope part after it
+        query, key = (torch.nn.functional.pad(t, (0, v_dim + 1 - head_dim)) for t in (query, key))
+        head_dim = v_dim + 1
     q_starts, kv_starts = query_start_loc.tolist(), kv_start_loc.tolist()
     if len(q_starts) != len(kv_starts) or q_starts[0] or kv_starts[0] or q_starts[-1] > query.shape[0] or \
             kv_starts[-1] > key.shape[0]:
