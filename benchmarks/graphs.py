@@ -10,6 +10,10 @@ Run: ``python benchmarks/graphs.py`` (under a minute on 2 cores). One run, ratio
   block of the block-table width (fixed shapes) where the eager kernel reads only ``seq_len`` keys.
 - Padding: the decode batch sizes of trace S1 (benchmarks/throughput.py) under continuous batching,
   padded up to vLLM's default schedule, to powers of two and to every size (no padding).
+- The cudagraph modes (``compilation_config={"cudagraph_mode": ...}``), CPU, tiny Llama: capture time, steps per
+  runtime mode, and the launches of a decode step and of a step with a prefill, per mode. A launch is what a GPU
+  would be sent: each graph replay counts 1, each aten operation dispatched outside a replay counts 1 (attention
+  between piecewise graphs, and everything in an eager step). Counted with a ``TorchDispatchMode``: no timing.
 - NVIDIA GPU only (``torch.cuda.is_available()``): CUDA graph versus eager decode steps with the Triton
   kernels at batch 1, 8 and 32 for the tiny model and a ~100M-parameter one, next to SGLang's published
   1.3x at batch 1 (PR #1401: Llama-3-8B, 107.79 -> 141.63 tok/s). Not run on a machine without a GPU.
@@ -17,14 +21,22 @@ Run: ``python benchmarks/graphs.py`` (under a minute on 2 cores). One run, ratio
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import sys
+import warnings
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from mini_platform import LLM, SamplingParams
+from mini_platform.compilation import attention_op
+from mini_platform.compilation.config import CUDAGRAPH_MODES
+from mini_platform.ops import graph as cpu_graph
 from mini_platform.compilation.capture_sizes import decode_capture_sizes, dispatch_graph
 from mini_platform.model import make_tiny_checkpoint
 
@@ -111,6 +123,117 @@ def padding_report(sizes: list[int], max_num_seqs: int) -> None:
               f"-> {100 * (padded - real) / real:5.1f} % extra rows")
 
 
+class LaunchCounter(TorchDispatchMode):
+    """Counts the aten operations dispatched while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launches = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        self.launches += 1
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def counting_launches(runner) -> Iterator[LaunchCounter]:
+    """Count one step's launches: aten ops run eagerly, 1 per CPU graph replay. A compiled (piecewise) model runs
+    with the counter switched off (TorchDynamo would trace it again under a dispatch mode); its eager attention,
+    which reads the forward context, is counted with the counter back on."""
+    counter = LaunchCounter()
+    replay, get_context = cpu_graph.Graph.replay, attention_op.get_forward_context
+
+    def counted_replay(graph):
+        counter.launches += 1
+        with _disable_current_modes():
+            replay(graph)
+
+    class CountedAttention:
+        def __init__(self, attention):
+            self.attention = attention
+
+        def __call__(self, *args):
+            with counter:
+                return self.attention(*args)
+
+        def mla(self, *args):
+            with counter:
+                return self.attention.mla(*args)
+
+    def counted_context():
+        context = get_context()
+        return dataclasses.replace(context, attention=CountedAttention(context.attention))
+
+    piecewise = runner.piecewise
+    if piecewise is not None:
+        run = piecewise.run
+        piecewise.run = lambda *args: _uncounted(run, *args)
+    cpu_graph.Graph.replay, attention_op.get_forward_context = counted_replay, counted_context
+    try:
+        with counter:
+            yield counter
+    finally:
+        cpu_graph.Graph.replay, attention_op.get_forward_context = replay, get_context
+        if piecewise is not None:
+            del piecewise.run
+
+
+def _uncounted(fn, *args):
+    with _disable_current_modes():
+        return fn(*args)
+
+
+def launches_per_step(llm: LLM, prompts: list[list[int]], max_tokens: int = 6) -> dict[str, list[int]]:
+    """Serve ``prompts`` greedily; the launches of each step, grouped as ``decode`` (every request one token) or
+    ``prefill`` (a step with a prompt or a chunk of one)."""
+    engine, steps = llm.engine, {"decode": [], "prefill": []}
+    execute = engine.runner.execute
+
+    def counted(batch, kv):
+        with counting_launches(engine.runner) as counter:
+            logits = execute(batch, kv)
+        kind = "decode" if all(s.num_new_tokens == 1 for s in batch.scheduled) else "prefill"
+        steps[kind].append(counter.launches)
+        return logits
+
+    engine.runner.execute = counted
+    try:
+        llm.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True))
+    finally:
+        del engine.runner.execute
+    return steps
+
+
+def modes_report(model: Path, prompts: list[list[int]], modes=tuple(CUDAGRAPH_MODES), **options) -> dict[str, dict]:
+    """Per cudagraph mode (NONE first: the others are compared with it): capture seconds, graphs captured, steps per
+    runtime mode and the mean launches of a decode step and of a prefill step on ``prompts`` (each mode's engine
+    built fresh)."""
+    report = {}
+    for mode in modes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # FULL runs as FULL_AND_PIECEWISE, and says so
+            llm = LLM(model, compilation_config={"cudagraph_mode": mode}, **options)
+        steps = launches_per_step(llm, prompts)
+        stats = llm.engine.stats()
+        report[mode] = {"runs_as": stats["cudagraph_mode"], "capture_seconds": stats["graph_capture_seconds"],
+                        "graphs": stats["graphs_captured"], "pieces": stats["num_pieces"],
+                        "steps": stats["steps_by_mode"],
+                        **{f"{kind}_launches": sum(v) / len(v) for kind, v in steps.items() if v}}
+    return report
+
+
+def print_modes_report(report: dict[str, dict]) -> None:
+    eager = report["NONE"]
+    print(f"  {'mode':19s} {'runs as':19s} {'capture':>8s} {'graphs F/P':>10s} {'steps N/P/F':>12s} "
+          f"{'launches/decode step':>21s} {'launches/prefill step':>22s}")
+    for mode, r in report.items():
+        steps = "/".join(str(r["steps"][m]) for m in ("NONE", "PIECEWISE", "FULL"))
+        graphs = f"{r['graphs']['FULL']}/{r['graphs']['PIECEWISE']}"
+        print(f"  {mode:19s} {r['runs_as']:19s} {r['capture_seconds']:7.2f}s {graphs:>10s} {steps:>12s} "
+              f"{r['decode_launches']:8.0f} ({eager['decode_launches'] / r['decode_launches']:5.1f}x fewer) "
+              f"{r['prefill_launches']:8.0f} ({eager['prefill_launches'] / r['prefill_launches']:5.1f}x fewer)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16, 32])
@@ -124,6 +247,12 @@ def main() -> None:
         tiny = make_tiny_checkpoint(Path(tmp) / "tiny", "llama", max_position_embeddings=256)
         print("CPU, tiny random Llama, cpu kernels: one decode step, CPU graph replay vs eager (median)")
         compare(tiny, args.sizes, args.repeats, max_num_seqs=max(args.sizes), backend="cpu", device="cpu")
+
+        print("CPU, tiny random Llama (2 layers): the cudagraph modes, launches per step (graph replays + aten ops "
+              "outside them; counted, not timed)")
+        prompts = [[3 + (7 * i + 3 * j) % 200 for j in range(n)] for i, n in enumerate([5, 9, 3, 12, 7, 4])]
+        print_modes_report(modes_report(tiny, prompts, max_num_seqs=4, max_num_batched_tokens=32, block_size=4,
+                                        cudagraph_capture_sizes=[1, 2, 4, 8, 16, 32]))
 
         trace = make_trace(args.requests, seed=0)
         sizes = decode_batch_sizes(tiny, trace, args.max_num_seqs)

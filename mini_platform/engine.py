@@ -22,14 +22,16 @@ import torch
 
 from . import envs, ops, platforms, plugins, sampler
 from .compilation import capture_sizes as graph_sizes
-from .distributed.moe_dispatch import MOE_COMM_METHODS
+from .compilation.config import CompilationConfig, parse_compilation_config
+from .ascend.moe_comm import moe_comm_for_step
+from .distributed.moe_dispatch import MOE_COMM_OPTIONS
 from .executor.multiproc import MultiprocExecutor
 from .executor.worker import WorkerConfig
 from .kv_cache import KVCacheManager, cdiv
 from .model import ModelConfig, load_model, sharding
-from .model_runner import build_model_runner
+from .model_runner import build_model_runner, decode_graph_size
 from .sampler import SamplingParams, make_generator
-from .scheduler import Request, Scheduler
+from .scheduler import Request, Scheduler, SchedulerOutput
 
 Prompt = Union[str, Sequence[int]]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
@@ -53,9 +55,13 @@ class EngineConfig:
     device: str | None = None   # None = the platform's device
     enforce_eager: bool | None = None  # None = the platform's default (eager on the CPU, graphs elsewhere)
     cudagraph_capture_sizes: list[int] | None = None  # None = vLLM's default schedule; only sizes <= max_num_seqs
+    # {"cudagraph_mode": NONE | PIECEWISE | FULL | FULL_DECODE_ONLY | FULL_AND_PIECEWISE} (vLLM's names); None = as
+    # enforce_eager says (full decode graphs when it is False). Piecewise modes keep every capture size (token counts).
+    compilation_config: CompilationConfig | dict | None = None
     tensor_parallel_size: int = 1  # > 1: one worker process per rank (see mini_platform.executor)
     enable_expert_parallel: bool = False
-    moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall" or "allgather" (all-gather + reduce-scatter)
+    moe_comm: str = "alltoall"     # how EP exchanges tokens: "alltoall", "allgather" (all-gather + reduce-scatter),
+    #                                "mc2" (Ascend's fused dispatch/combine) or "auto" (per step, vllm-ascend's rule)
 
     def __post_init__(self) -> None:
         for name in ("block_size", "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size"):
@@ -68,11 +74,23 @@ class EngineConfig:
                              f"got {self.enforce_eager!r}")
         if not isinstance(self.enable_expert_parallel, bool):
             raise ValueError(f"enable_expert_parallel must be True or False, got {self.enable_expert_parallel!r}")
-        if self.cudagraph_capture_sizes is not None:  # checked now; the sizes kept are those a decode step can use
+        self.compilation_config = parse_compilation_config(self.compilation_config)
+        piecewise = self.compilation_config is not None and self.compilation_config.needs_piecewise
+        if self.compilation_config is not None and self.compilation_config.cudagraph_mode != "NONE":
+            if self.enforce_eager:
+                raise ValueError(f"enforce_eager=True contradicts compilation_config cudagraph_mode="
+                                 f"{self.compilation_config.cudagraph_mode}; drop one of them")
+            if piecewise and self.tensor_parallel_size > 1:
+                raise ValueError(f"compilation_config cudagraph_mode={self.compilation_config.cudagraph_mode} is not "
+                                 "supported with tensor_parallel_size > 1 yet; use FULL_DECODE_ONLY or NONE")
+        if self.cudagraph_capture_sizes is not None and piecewise:  # token counts: prefill and mixed steps use them
+            self.cudagraph_capture_sizes = graph_sizes.capture_size_schedule(
+                self.max_num_batched_tokens, self.max_num_seqs, self.cudagraph_capture_sizes)
+        elif self.cudagraph_capture_sizes is not None:  # checked now; the sizes kept are those a decode step can use
             self.cudagraph_capture_sizes = graph_sizes.decode_capture_sizes(
                 self.max_num_seqs, self.max_num_batched_tokens, self.cudagraph_capture_sizes)
-        if self.moe_comm not in MOE_COMM_METHODS:
-            raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_METHODS}")
+        if self.moe_comm not in MOE_COMM_OPTIONS:
+            raise ValueError(f"moe_comm={self.moe_comm!r} is not one of {MOE_COMM_OPTIONS}")
         for name in ("enable_prefix_caching", "enable_chunked_prefill"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -125,6 +143,19 @@ def _check_backend_runs_here(backend: str, device: torch.device) -> None:
             raise ValueError("backend='npu' needs torch_npu (Ascend's PyTorch adapter, with CANN) on an Ascend "
                              "machine; on other machines, build the engine inside "
                              "mini_platform.ascend.emulation.emulated_torch_npu() (a CPU emulation)") from None
+
+
+def _check_moe_comm(config: EngineConfig, backend: str) -> None:
+    """``mc2`` and ``auto`` are Ascend's: the npu backend, run eagerly (the emulated exchange cannot be captured)."""
+    if config.moe_comm not in ("mc2", "auto"):
+        return
+    if backend != "npu":
+        raise ValueError(f"moe_comm={config.moe_comm!r} is Ascend's (torch_npu's npu_moe_distribute_dispatch/combine, "
+                         f"vllm-ascend's per-step rule) and needs backend='npu'; the {backend!r} backend exchanges "
+                         "tokens with moe_comm='alltoall' or 'allgather'")
+    if config.enforce_eager is False:
+        raise ValueError(f"moe_comm={config.moe_comm!r} runs eagerly here (a decode graph would freeze one step's "
+                         "method and the emulated exchange cannot be captured); use enforce_eager=True")
 
 
 def _is_token_id(value: Any) -> bool:
@@ -185,6 +216,7 @@ class LLMEngine:
         _check_block_size(config.block_size, backend)
         device = resolve_device(config.device or platform.device_type or "cpu")
         _check_backend_runs_here(backend, device)
+        _check_moe_comm(config, backend)
         model_config = ModelConfig.from_pretrained(config.model)
         limit = model_config.max_position_embeddings
         if config.max_model_len is not None and config.max_model_len > limit:
@@ -205,7 +237,7 @@ class LLMEngine:
                 self.model, num_blocks, config.block_size, config.backend, platform=platform,
                 enforce_eager=config.enforce_eager, capture_sizes=config.cudagraph_capture_sizes,
                 max_num_seqs=config.max_num_seqs, max_num_batched_tokens=config.max_num_batched_tokens,
-                max_model_len=self.max_model_len)
+                max_model_len=self.max_model_len, compilation_config=config.compilation_config)
         else:  # the model (and its decode graphs) lives in the workers; rank 0's logits come back to the CPU
             if torch.device(device).type != platform.device_type:
                 raise ValueError(f"device={config.device!r} with tensor_parallel_size > 1: each worker uses its own "
@@ -225,6 +257,7 @@ class LLMEngine:
         self.tokenizer = _Tokenizer(Path(config.model))
         self.requests: dict[str, Request] = {}
         self._ids = itertools.count()
+        self.moe_comm_steps: dict[str, int] = {}  # moe_comm="auto": the steps of each method
 
     def _num_kv_blocks(self, c: ModelConfig, dtype: torch.dtype) -> int:
         """Each rank's KV cache plan (a rank caches only its KV heads; an MLA model's latent cache is whole on every
@@ -321,6 +354,8 @@ class LLMEngine:
         batch = self.scheduler.schedule()
         if not batch.scheduled:
             return []
+        if self.config.moe_comm == "auto" and self.model_config.moe is not None:
+            self._count_moe_comm(batch)
         logits = self.runner.execute(batch, self.kv)
         sampler.check_logits(logits)
         sampling = [s.request for s in batch.scheduled if s.samples]
@@ -332,6 +367,16 @@ class LLMEngine:
             if request.is_finished:
                 del self.requests[request.request_id]
         return updated
+
+    def _count_moe_comm(self, batch: SchedulerOutput) -> None:
+        """Count the method this step's MoE layers use, decided as each worker decides it (ModelRunner.step_moe_comm)."""
+        c, sizes = self.config, self.runner.graph_stats.capture_sizes
+        method = moe_comm_for_step([s.num_new_tokens for s in batch.scheduled],
+                                   [s.start + s.num_new_tokens for s in batch.scheduled],
+                                   decode_graph_size(batch, sizes), tensor_parallel_size=c.tensor_parallel_size,
+                                   expert_parallel=c.enable_expert_parallel and c.tensor_parallel_size > 1,
+                                   max_num_seqs=c.max_num_seqs, capture_sizes=sizes)
+        self.moe_comm_steps[method] = self.moe_comm_steps.get(method, 0) + 1
 
     def close(self) -> None:
         """Stop the worker processes of a tensor-parallel engine (nothing to do in one process)."""
@@ -346,7 +391,8 @@ class LLMEngine:
                 "kv_cache_bytes_per_rank": self.kv.num_blocks * self.kv_block_bytes_per_rank,
                 "cudagraph_capture_sizes": g.capture_sizes, "graph_capture_seconds": g.capture_seconds,
                 "num_graph_steps": g.num_graph_steps, "num_eager_steps": g.num_eager_steps,
-                "num_padded_tokens": g.num_padded_tokens}
+                "num_padded_tokens": g.num_padded_tokens, "moe_comm_steps": dict(self.moe_comm_steps),
+                **_mode_stats(g)}
 
     def _output(self, request: Request) -> RequestOutput:
         text = None
@@ -354,6 +400,15 @@ class LLMEngine:
             text = self.tokenizer.get().decode(request.output_token_ids, skip_special_tokens=True)
         return RequestOutput(request.request_id, request.prompt_token_ids, list(request.output_token_ids),
                              request.is_finished, request.finish_reason, request.num_cached_tokens, text)
+
+
+def _mode_stats(g: Any) -> dict[str, Any]:
+    """The graph modes' part of stats(): the mode run, the split, graphs captured and steps run per runtime mode (a
+    tensor-parallel executor's GraphStats has the defaults: full decode graphs only)."""
+    graphs = bool(g.capture_sizes or g.piecewise_capture_sizes)
+    return {"cudagraph_mode": g.cudagraph_mode if graphs else "NONE", "piecewise_capture_sizes": g.piecewise_capture_sizes,
+            "num_pieces": g.num_pieces, "splitting_ops": g.splitting_ops, "graphs_captured": dict(g.graphs_captured),
+            "steps_by_mode": dict(g.steps_by_mode)}
 
 
 class LLM:
@@ -366,7 +421,10 @@ class LLM:
     enforce_eager=None (eager on the CPU platform, decode graphs where the platform has a graph wrapper),
     cudagraph_capture_sizes=None ([1, 2, 4] + range(8, N + 1, 8), N = min(2 * max_num_seqs, 512); a decode
     graph is captured for the sizes up to max_num_seqs),
-    tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall". With
+    compilation_config=None ({"cudagraph_mode": "PIECEWISE"}, or vLLM's other names NONE, FULL, FULL_DECODE_ONLY,
+    FULL_AND_PIECEWISE; see mini_platform.compilation.config),
+    tensor_parallel_size=1, enable_expert_parallel=False, moe_comm="alltoall" ("allgather"; on backend="npu" also
+    "mc2" and "auto", chosen per step as vllm-ascend v0.11.0 does and counted in ``stats()["moe_comm_steps"]``). With
     ``tensor_parallel_size > 1`` the model runs in that many worker processes: ``close()`` them, or use
     ``with LLM(...) as llm:``.
     """

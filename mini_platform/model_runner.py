@@ -10,7 +10,11 @@ Graph mode (a ``graph_wrapper_cls`` and ``capture_sizes``): :meth:`ModelRunner.c
 one full decode graph per size at start-up (vLLM's ``FULL_DECODE_ONLY``). ``capture_sizes.dispatch_graph``
 picks the graph a step replays: a decode-only step of at most the largest size, padded up to the next size
 by :func:`pad_decode_step`; prefill, mixed and larger steps run eagerly. :func:`build_model_runner`
-applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``) and picks the wrapper.
+applies the engine options (``enforce_eager``, ``cudagraph_capture_sizes``, ``compilation_config``) and picks the
+wrapper. Other ``cudagraph_mode`` values (``compilation.config``) compile the model for piecewise graphs
+(``compilation.piecewise``): a step's runtime mode and padded token count come from
+``capture_sizes.dispatch_cudagraph`` (vLLM's ``CudagraphDispatcher``); a ``PIECEWISE`` step is padded with rows that
+belong to no request (attention skips them) and replays the pieces, attention running eagerly between them.
 
 The scheduler's output is first flattened into a :class:`StepInput` of plain lists, which is also what a
 tensor-parallel executor sends to every worker process: :func:`prepare_inputs` lays the tokens end to end
@@ -33,9 +37,13 @@ import torch
 
 from . import ops, platforms, utils
 from .compilation import buffers
+from .ascend.moe_comm import moe_comm_for_step
 from .compilation import capture_sizes as graph_sizes
+from .distributed import moe_dispatch, parallel_state
+from .compilation.config import CUDAGRAPH_MODES, SPLITTING_OPS, CompilationConfig, resolve_cudagraph_mode
 from .kv_cache import KVCacheManager, cdiv
 from .model import CausalLM
+from .compilation.forward_context import ForwardContext
 from .model.paged_attention import AttentionMetadata, allocate_kv_caches, allocate_mla_caches
 from .ops.graph import GraphCaptureError
 from .scheduler import SchedulerOutput
@@ -45,19 +53,28 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class GraphStats:
-    """What graph mode did: sizes captured, capture time, steps replayed or run eagerly, padding rows added."""
+    """What graph mode did: sizes captured, capture time, steps replayed or run eagerly, padding rows added; with
+    piecewise graphs also the split (pieces and splitting ops per split), graphs captured and steps run per mode."""
     capture_sizes: list[int]
     capture_seconds: float = 0.0
     num_graph_steps: int = 0
     num_eager_steps: int = 0
     num_padded_tokens: int = 0
+    cudagraph_mode: str = "FULL_DECODE_ONLY"
+    piecewise_capture_sizes: list[int] = dataclasses.field(default_factory=list)
+    num_pieces: int = 0
+    splitting_ops: list[str] = dataclasses.field(default_factory=list)
+    graphs_captured: dict[str, int] = dataclasses.field(default_factory=lambda: {"FULL": 0, "PIECEWISE": 0})
+    steps_by_mode: dict[str, int] = dataclasses.field(default_factory=lambda: dict.fromkeys(("NONE", "PIECEWISE", "FULL"), 0))
 
-    def count_step(self, graph_size: int | None, num_seqs: int) -> None:
-        """Count one step of ``num_seqs`` requests: replayed in the graph of ``graph_size``, or eager (None)."""
+    def count_step(self, graph_size: int | None, num_seqs: int, mode: str = "FULL") -> None:
+        """Count one step of ``num_seqs`` requests (tokens, for a piecewise step): replayed in the graph of
+        ``graph_size`` (``mode`` FULL or PIECEWISE), or eager (None)."""
+        self.steps_by_mode[mode if graph_size is not None else "NONE"] += 1
         if graph_size is not None:
             self.num_graph_steps += 1
             self.num_padded_tokens += graph_size - num_seqs
-        elif self.capture_sizes:
+        elif self.capture_sizes or self.piecewise_capture_sizes:
             self.num_eager_steps += 1
 
 
@@ -162,8 +179,10 @@ class ModelRunner:
 
     def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend: str | None = None, *,
                  max_num_seqs: int = 64, max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
-                 graph_wrapper_cls: str | None = None, capture_sizes: Sequence[int] = ()) -> None:
+                 graph_wrapper_cls: str | None = None, capture_sizes: Sequence[int] = (),
+                 cudagraph_mode: str = "FULL_DECODE_ONLY", piecewise_sizes: Sequence[int] = ()) -> None:
         self.model, self.device, self.backend = model, model.device, backend
+        self.max_num_seqs = max_num_seqs
         c = model.config
         if c.mla is not None:
             self.kv_caches = allocate_mla_caches(c.num_hidden_layers, num_blocks, block_size, c.mla.kv_lora_rank,
@@ -174,14 +193,22 @@ class ModelRunner:
         attention_cls = utils.resolve_obj_by_qualname(platforms.current_platform.get_attn_backend_cls())
         self.attention = attention_cls(self.kv_caches, backend=backend)
         self.capture_sizes = sorted(capture_sizes) if graph_wrapper_cls else []
-        largest = self.capture_sizes[-1] if self.capture_sizes else 0
+        self.piecewise_sizes = sorted(piecewise_sizes) if graph_wrapper_cls else []
+        self.cudagraph_mode = cudagraph_mode if graph_wrapper_cls else "NONE"
+        self.max_num_seqs = max_num_seqs
+        largest = max(self.capture_sizes[-1:] + self.piecewise_sizes[-1:], default=0)
         max_len = max_model_len or c.max_position_embeddings
         self.buffers = buffers.InputBuffers(max(max_num_batched_tokens, largest), max(max_num_seqs, largest),
                                             cdiv(max_len, block_size), self.device)
-        self.graphs = None
+        self.graphs = self.piecewise = None
         if self.capture_sizes:
             self.graphs = utils.resolve_obj_by_qualname(graph_wrapper_cls)(self._run_captured, self.device)
-        self.graph_stats = GraphStats(list(self.capture_sizes))
+        if self.piecewise_sizes:
+            from .compilation.piecewise import PiecewiseModel  # imports torch.compile's machinery only when used
+            self.piecewise = PiecewiseModel(model, utils.resolve_obj_by_qualname(graph_wrapper_cls), self.device,
+                                            backend)
+        self.graph_stats = GraphStats(list(self.capture_sizes), cudagraph_mode=self.cudagraph_mode,
+                                      piecewise_capture_sizes=list(self.piecewise_sizes))
 
     def _kernels(self) -> contextlib.AbstractContextManager:
         # Resolved once per forward: every kernel call inside then finds it on the use_backend stack.
@@ -199,15 +226,40 @@ class ModelRunner:
     @torch.inference_mode()
     def capture_graphs(self) -> float:
         """Capture one graph per capture size (largest first, as vLLM does); returns the seconds it took.
-        The buffers hold an empty step padded to the size (slot -1, length 0), so capture writes no KV."""
-        if self.graphs is None:
+        The buffers hold an empty step padded to the size (slot -1, length 0), so capture writes no KV.
+        With piecewise sizes, the model is compiled and each piece captured per size on an empty step of that many
+        padding tokens (attention skips them all)."""
+        if self.graphs is None and self.piecewise is None:
             raise RuntimeError("this model runner has no graph wrapper or capture sizes: it runs eagerly")
         start = time.perf_counter()
         for size in reversed(self.capture_sizes):
             self.prepare(StepInput([], [], [], [], [], [], [], 0), pad_to=size)
             self.graphs.capture(size)
-        self.graph_stats.capture_seconds = time.perf_counter() - start
-        return self.graph_stats.capture_seconds
+        g = self.graph_stats
+        g.graphs_captured["FULL"] = len(self.capture_sizes)
+        if self.piecewise is not None:
+            _, _, metadata = self.prepare(StepInput([], [], [], [], [], [], [], 0))
+            for size in reversed(self.piecewise_sizes):
+                self._run_piecewise(size, 0, metadata)
+            g.num_pieces, g.splitting_ops = self.piecewise.num_pieces, list(SPLITTING_OPS)
+            g.graphs_captured["PIECEWISE"] = sum(len(p.input_addresses) for p in self.piecewise.backend.pieces)
+        g.capture_seconds = time.perf_counter() - start
+        return g.capture_seconds
+
+    def _run_piecewise(self, size: int, num_actual_tokens: int, metadata: AttentionMetadata) -> torch.Tensor:
+        self.attention.metadata = metadata
+        context = ForwardContext(self.attention, size, num_actual_tokens, "PIECEWISE")
+        return self.piecewise.run(self.buffers.input_ids[:size], self.buffers.positions[:size], context)
+
+    def dispatch(self, batch: SchedulerOutput) -> tuple[str, int | None]:
+        """The step's runtime mode and padded size: ``("FULL", requests)``, ``("PIECEWISE", tokens)`` or
+        ``("NONE", None)``. Full decode graphs alone (FULL_DECODE_ONLY) ask :meth:`graph_size`; with piecewise graphs
+        ``capture_sizes.dispatch_cudagraph`` decides (both looked up when called)."""
+        if self.piecewise is None:
+            size = self.graph_size(batch)
+            return ("NONE", None) if size is None else ("FULL", size)
+        return graph_sizes.dispatch_cudagraph([s.num_new_tokens for s in batch.scheduled], self.cudagraph_mode,
+                                              self.piecewise_sizes, self.max_num_seqs)
 
     def graph_size(self, batch: SchedulerOutput) -> int | None:
         """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
@@ -227,18 +279,43 @@ class ModelRunner:
 
     def execute(self, batch: SchedulerOutput, kv: KVCacheManager) -> torch.Tensor:
         """Run the step; returns fp32 logits ``[R, V]``, one row per scheduled request that samples."""
-        return self.execute_step(step_input(batch, kv), self.graph_size(batch))
+        mode, size = self.dispatch(batch)
+        if mode == "PIECEWISE":
+            return self.execute_piecewise(step_input(batch, kv), size)
+        return self.execute_step(step_input(batch, kv), size)
+
+    @torch.inference_mode()
+    def execute_piecewise(self, step: StepInput, size: int) -> torch.Tensor:
+        """Run a step of at most ``size`` tokens in the piecewise graphs of ``size``: the rows past its tokens are
+        padding that belongs to no request (attention leaves them out; their outputs are never read)."""
+        _, _, metadata = self.prepare(step)
+        hidden = self._run_piecewise(size, len(step.input_ids), metadata)
+        self.graph_stats.count_step(size, len(step.input_ids), "PIECEWISE")
+        return self._logits(hidden, step)
+
+    def step_moe_comm(self, step: StepInput, graph_size: int | None) -> str | None:
+        """With ``moe_comm="auto"`` under expert parallelism, this step's MoE exchange, decided before the forward as
+        vllm-ascend's model runner does (``mini_platform.ascend.moe_comm``); None otherwise."""
+        if parallel_state.get_moe_comm() != "auto" or parallel_state.get_ep_group() is None:
+            return None
+        return moe_comm_for_step(step.query_lens, step.seq_lens, graph_size,
+                                 tensor_parallel_size=parallel_state.get_tp_group().world_size, expert_parallel=True,
+                                 max_num_seqs=self.max_num_seqs, capture_sizes=self.graph_stats.capture_sizes)
 
     @torch.inference_mode()
     def execute_step(self, step: StepInput, graph_size: int | None = None) -> torch.Tensor:
         """Run a flattened step: padded up to ``graph_size`` and replayed in that graph, or eagerly (None).
         Tensor-parallel workers run the steps the driver sends them this way (the driver picks ``graph_size``)."""
         _, _, metadata = self.prepare(step, pad_to=graph_size)
-        if graph_size is None:
-            hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
-        else:
-            hidden = self.graphs.replay(graph_size, metadata)
+        with moe_dispatch.step_moe_comm(self.step_moe_comm(step, graph_size)):
+            if graph_size is None:
+                hidden = self._forward(metadata.slot_mapping.shape[0], metadata)
+            else:
+                hidden = self.graphs.replay(graph_size, metadata)
         self.graph_stats.count_step(graph_size, len(step.seq_lens))
+        return self._logits(hidden, step)
+
+    def _logits(self, hidden: torch.Tensor, step: StepInput) -> torch.Tensor:
         rows = step.sample_rows
         if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
             return self.model.compute_logits(hidden[:len(rows)])
@@ -256,32 +333,50 @@ def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:
 
 def build_model_runner(model: CausalLM, num_blocks: int, block_size: int, backend: str | None, *,
                        platform: platforms.Platform, enforce_eager: bool | None, capture_sizes: Sequence[int] | None,
-                       max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int) -> ModelRunner:
-    """A model runner, with its decode graphs captured unless ``enforce_eager`` is not False (None = eager).
+                       max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int,
+                       compilation_config: CompilationConfig | None = None) -> ModelRunner:
+    """A model runner, with its graphs captured unless ``enforce_eager`` is not False (None = eager) or
+    ``compilation_config`` says ``cudagraph_mode="NONE"``; a ``cudagraph_mode`` other than NONE asks for graphs.
 
-    ``capture_sizes`` None means vLLM's default schedule (``capture_sizes.decode_capture_sizes``; the engine's
-    config has already checked sizes it was given the same way).
+    Without ``compilation_config`` the graphs are full decode graphs (``FULL_DECODE_ONLY``). ``capture_sizes`` None
+    means vLLM's default schedule (``capture_sizes.decode_capture_sizes``, or ``capture_size_schedule`` for piecewise
+    graphs, whose sizes are token counts up to ``2 * max_num_seqs``; the engine's config has already checked sizes it
+    was given the same way). Full decode graphs are captured for the sizes up to ``max_num_seqs``. ``FULL`` runs as
+    ``FULL_AND_PIECEWISE`` (``config.resolve_cudagraph_mode``), with a warning.
     Kernels that cannot be captured (they read the host or have data-dependent shapes, as MoE kernels
-    that loop over experts do on the CPU) make the runner eager, with a RuntimeWarning naming the operation.
+    that loop over experts do on the CPU), or a model TorchDynamo cannot trace, make the runner eager, with a
+    RuntimeWarning naming the operation.
     """
     options = dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                    max_model_len=max_model_len)
-    if enforce_eager is not False:
+    mode = compilation_config.cudagraph_mode if compilation_config is not None else None
+    if mode == "NONE" or (mode is None and enforce_eager is not False):
         return ModelRunner(model, num_blocks, block_size, backend, **options)
     kernels = ops.current_backend(backend)
     wrapper = graph_wrapper_for(platform, kernels)
     if wrapper is None:
-        raise ValueError(f"enforce_eager=False, but the {platform.device_name} platform has no graph wrapper "
-                         f"for the {kernels!r} kernels; use enforce_eager=True")
-    sizes = capture_sizes or graph_sizes.decode_capture_sizes(max_num_seqs, max_num_batched_tokens)
-    runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, capture_sizes=sizes,
-                         **options)
+        raise ValueError(f"graphs were asked for (enforce_eager=False or a cudagraph_mode), but the "
+                         f"{platform.device_name} platform has no graph wrapper for the {kernels!r} kernels; use "
+                         "enforce_eager=True")
+    if mode is None or mode == "FULL_DECODE_ONLY":
+        sizes = capture_sizes or graph_sizes.decode_capture_sizes(max_num_seqs, max_num_batched_tokens)
+        graphs = dict(capture_sizes=sizes)
+    else:
+        if resolve_cudagraph_mode(mode) != mode:
+            warnings.warn(f"cudagraph_mode={mode} needs attention that a full graph can hold for any batch; ours "
+                          f"supports uniform decode batches only, so it runs as {resolve_cudagraph_mode(mode)} "
+                          "(as vLLM resolves it)", RuntimeWarning, stacklevel=2)
+            mode = resolve_cudagraph_mode(mode)
+        sizes = list(capture_sizes or graph_sizes.capture_size_schedule(max_num_batched_tokens, max_num_seqs))
+        full = [s for s in sizes if s <= max_num_seqs] if CUDAGRAPH_MODES[mode][0] == "FULL" else []
+        graphs = dict(capture_sizes=full, piecewise_sizes=sizes, cudagraph_mode=mode)
+    runner = ModelRunner(model, num_blocks, block_size, backend, graph_wrapper_cls=wrapper, **graphs, **options)
     try:
         seconds = runner.capture_graphs()
     except GraphCaptureError as exc:
         warnings.warn(f"this model's kernels cannot be captured in a graph on the {kernels!r} backend, so it runs "
                       f"eagerly: {exc}", RuntimeWarning, stacklevel=2)
         return ModelRunner(model, num_blocks, block_size, backend, **options)
-    logger.info("Captured %d decode graphs (batch sizes %s) with %s in %.2f s", len(sizes), sizes,
+    logger.info("Captured %s graphs (sizes %s) with %s in %.2f s", runner.cudagraph_mode, sizes,
                 wrapper.rpartition(".")[2], seconds)
     return runner

@@ -334,6 +334,12 @@ def check_meta(wheel: Wheel, call: Call, overload: str, skip: frozenset[int] = f
     if fn is None:
         return None
     args, kwargs = _as_dispatched(schema, call)
+    # Where the meta function lags its schema (2.13.0's npu_moe_distribute_combine meta has no shared_expert_x), a
+    # keyword-only argument it does not declare is left out, as long as the call leaves it at the schema's default.
+    accepted = inspect.signature(fn).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        defaults = {a.name: a.default_value for a in schema.arguments if a.kwarg_only}
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted or v is not defaults[k]}
     expected = _outputs(fn(*_meta_value(args), **{k: _meta_value(v) for k, v in kwargs.items()}))
     got = _outputs(call.result)
     if len(expected) != len(got):

@@ -161,12 +161,17 @@ class Wheel:
     # -- the torch.npu Python API ------------------------------------------------------------------------------------
     @functools.cached_property
     def _npu_exports(self) -> dict[str, str]:
-        """Name -> module file for every ``from .module import name`` in ``torch_npu/npu/__init__.py``."""
+        """Name -> module file for every ``from .module import name`` in ``torch_npu/npu/__init__.py``; a star import
+        (``from ._backends import *``) exports the module's ``__all__`` or else its public top-level definitions."""
         exports = {}
         for node in self._ast(f"{NPU_PACKAGE}/__init__.py").body:
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                source = f"{NPU_PACKAGE}/{node.module.replace('.', '/')}.py"
                 for alias in node.names:
-                    exports[alias.asname or alias.name] = f"{NPU_PACKAGE}/{node.module.replace('.', '/')}.py"
+                    if alias.name != "*":
+                        exports[alias.asname or alias.name] = source
+                    elif source in self.zip.namelist():
+                        exports.update(dict.fromkeys(_star_exports(self._ast(source)), source))
         return exports
 
     @functools.lru_cache(maxsize=None)
@@ -333,6 +338,18 @@ def _check_against_declaration(schema: torch._C.FunctionSchema, params: list[tup
 
 
 # -- Python signatures from the AST ------------------------------------------------------------------------------------
+
+def _star_exports(module: ast.Module) -> list[str]:
+    """What ``from module import *`` binds: its literal ``__all__``, or its public top-level functions and classes."""
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            try:
+                return [name for name in ast.literal_eval(node.value) if isinstance(name, str)]
+            except ValueError:
+                break
+    return [node.name for node in module.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+
 
 def _top_level(tree: ast.Module, name: str) -> ast.FunctionDef | ast.ClassDef | None:
     for node in tree.body:

@@ -3,8 +3,9 @@ installed; see tests/npu_wheel.py and tests/npu_calls.py).
 
 The calls are collected, not listed: recorded while the engine runs tiny Llama, Mixtral and Qwen2-MoE checkpoints
 on ``backend="npu"`` under the emulation (eager and with ACL graphs, MoE routing v1 and v2) and while the MLA and
-grouped-routing kernels run on DeepSeek-like shapes (:func:`run_mla_kernels`), and found by an AST scan of the
-sources. Skipped, with the command that fetches it, when the wheel is not on this machine
+grouped-routing kernels run on DeepSeek-like shapes (:func:`run_mla_kernels`), while the MC2 dispatcher runs one
+MoE layer on a one-rank gloo group as an A3 and as an A2 chip (:func:`run_mc2_exchange`), and found by an AST scan
+of the sources. Skipped, with the command that fetches it, when the wheel is not on this machine
 (``.ci/run`` downloads it).
 """
 from __future__ import annotations
@@ -100,9 +101,44 @@ def run_mla_kernels() -> list[Call]:
     return recorded
 
 
+def run_mc2_exchange() -> list[Call]:
+    """Record the MC2 path (``npu_moe_distribute_dispatch_v2`` / ``combine_v2``, the grouped matmuls between them and
+    ``torch.npu.get_soc_version``) on one MoE layer, in this process on a one-rank gloo group (the ops are the same
+    calls at any EP size), as an A3 chip (``group_tp``, ``x_active_mask``), as an A2 chip, and as an A3 chip whose
+    torch_npu lacks the ``_v2`` ops (vllm-ascend v0.11.0 then calls the v1 ones)."""
+    import sys
+
+    import torch
+    import torch.distributed as dist
+
+    from mini_platform import ops
+    from mini_platform.ascend import mc2
+    from mini_platform.ascend.emulation import npu
+    from mini_platform.distributed.communicator import DeviceCommunicator
+    from mini_platform.distributed.parallel_state import GroupCoordinator
+    from mini_platform.executor.multiproc import free_port
+
+    g = torch.Generator().manual_seed(0)
+    w13, w2, x = torch.randn(4, 12, 8, generator=g), torch.randn(4, 8, 6, generator=g), torch.randn(3, 8, generator=g)
+    router = torch.randn(8, 4, generator=g)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        group = GroupCoordinator("ep", 1, 0, DeviceCommunicator(dist.group.WORLD, torch.device("cpu")))
+        with npu_calls.recording() as recorded, ops.use_backend("npu"), pytest.MonkeyPatch.context() as patch:
+            for soc, v2 in ((250, True), (220, True), (250, False)):   # without _v2 in torch_npu: the v1 ops
+                npu.EMULATED_SOC_VERSION = soc
+                if not v2:
+                    patch.delattr(sys.modules["torch_npu"], "npu_moe_distribute_dispatch_v2")
+                mc2.MC2Dispatcher(group, 4)(x, lambda h: ops.moe_topk_softmax(h @ router, 2, True), w13, w2)
+    finally:
+        npu.EMULATED_SOC_VERSION = 250
+        dist.destroy_process_group()
+    return recorded
+
+
 @pytest.fixture(scope="module")
 def calls(tmp_path_factory) -> list[Call]:
-    return run_workloads(tmp_path_factory.mktemp("npu_workloads")) + run_mla_kernels()
+    return run_workloads(tmp_path_factory.mktemp("npu_workloads")) + run_mla_kernels() + run_mc2_exchange()
 
 
 def op_calls(calls: list[Call]) -> list[Call]:
@@ -118,7 +154,9 @@ def test_the_workloads_reach_every_family_of_ops(calls):
                      "torch_npu.npu_moe_finalize_routing", "torch_npu.npu_moe_token_unpermute",
                      "torch.npu.graph_task_update_begin", "torch.npu.NPUGraph.replay", "torch.npu.ExternalEvent.record",
                      "torch_npu.npu_interleave_rope", "torch_npu.atb.npu_paged_cache_load", "torch_npu.atb.npu_ring_mla",
-                     "torch_npu.npu_moe_gating_top_k"):
+                     "torch_npu.npu_moe_gating_top_k", "torch_npu.npu_moe_distribute_dispatch_v2",
+                     "torch_npu.npu_moe_distribute_combine_v2", "torch_npu.npu_moe_distribute_dispatch",
+                     "torch_npu.npu_moe_distribute_combine", "torch.npu.get_soc_version"):
         assert expected in names
 
 

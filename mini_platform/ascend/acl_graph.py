@@ -132,6 +132,7 @@ class ACLGraphWrapper:
         npu = _torch_npu().npu
         aclgraph, output = self.entries[size]
         aclgraph.replay()
-        update_attn_params(self.update_stream, self.params, size, metadata.seq_lens)
+        if self.params.handles[size]:  # a piecewise graph holds no attention: nothing to update
+            update_attn_params(self.update_stream, self.params, size, metadata.seq_lens)
         npu.current_stream().synchronize()
         return output

@@ -1,7 +1,10 @@
-"""Graph capture for decode steps (chapter 7): capture sizes, persistent input buffers, graph wrappers.
+"""Graph capture (chapter 7): capture sizes, persistent input buffers, graph wrappers, piecewise graphs.
 
-Every graph here is a full decode graph (vLLM's ``FULL_DECODE_ONLY``): the whole forward of a decode step,
-attention included, one per capture size (``capture_sizes.decode_capture_sizes``).
+By default every graph is a full decode graph (vLLM's ``FULL_DECODE_ONLY``): the whole forward of a decode step,
+attention included, one per capture size (``capture_sizes.decode_capture_sizes``). ``compilation_config``'s other
+``cudagraph_mode`` values (``config``) compile the model with ``torch.compile`` and split it at attention
+(``attention_op``, ``split``, ``piecewise``, ``forward_context``): the pieces are captured per token count with the
+same wrappers, and ``capture_sizes.dispatch_cudagraph`` picks each step's runtime mode.
 
 A static graph wrapper (the class a platform names in ``get_static_graph_wrapper_cls()``) has this
 interface, which the model runner relies on:

@@ -18,12 +18,18 @@ exchanges computes every (token, expert) pair on the expert's owner:
 Either way each rank ends with the complete MoE output of its slice, and an ``all_gather`` restores the
 full token set for the next (tensor-parallel) attention layer.
 
+A third method, ``"mc2"``, exists on Ascend only: vllm-ascend's ``TokenDispatcherWithMC2``, where one fused kernel each
+way (``npu_moe_distribute_dispatch`` / ``_combine``) does the exchange; it lives with the Ascend backend
+(``mini_platform.ascend.mc2``). ``"auto"`` chooses among them per step as vllm-ascend v0.11.0 does
+(``mini_platform.ascend.moe_comm``): the model runner decides and runs the step inside :func:`step_moe_comm`.
+
 :func:`dispatch_plan` and :func:`ep_combine` are looked up on this module at call time, so a replacement set
 here (exercises 252 and 258, ``practice/judge.py engine``) runs in every worker.
 """
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +40,33 @@ from .parallel_state import GroupCoordinator
 RouteFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 # experts(x [n, H], topk_weights [n, K], topk_ids [n, K]) -> this rank's weighted share [n, H]
 ExpertsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-MOE_COMM_METHODS = ("alltoall", "allgather")
+MOE_COMM_METHODS = ("alltoall", "allgather", "mc2")   # "mc2": the npu backend only (mini_platform.ascend.mc2)
+MOE_COMM_OPTIONS = MOE_COMM_METHODS + ("auto",)       # "auto": chosen per step (mini_platform.ascend.moe_comm)
+
+_STEP_METHOD: str | None = None
+
+
+@contextlib.contextmanager
+def step_moe_comm(method: str | None) -> Iterator[None]:
+    """Run one step's forward with ``method`` as every MoE layer's exchange (None: each layer's own setting)."""
+    global _STEP_METHOD
+    if method is not None and method not in MOE_COMM_METHODS:
+        raise ValueError(f"this step's MoE communication {method!r} is not one of {MOE_COMM_METHODS}")
+    previous, _STEP_METHOD = _STEP_METHOD, method
+    try:
+        yield
+    finally:
+        _STEP_METHOD = previous
+
+
+def current_moe_comm(configured: str) -> str:
+    """The exchange of the step that is running: the step's choice, else ``configured``. ``"auto"`` outside a step
+    (no step decided) is an error."""
+    method = _STEP_METHOD or configured
+    if method == "auto":
+        raise RuntimeError("moe_comm='auto' decides per step, but no step is running (step_moe_comm); a graph "
+                           "capture cannot know its step's method: use enforce_eager=True")
+    return method
 
 
 def token_split(num_tokens: int, world_size: int) -> list[int]:
@@ -79,18 +111,22 @@ class ExpertParallelDispatcher:
     """Runs one MoE layer's routed experts across the EP group with the chosen exchange."""
 
     def __init__(self, group: GroupCoordinator, expert_owner: torch.Tensor, method: str = "alltoall") -> None:
-        if method not in MOE_COMM_METHODS:
-            raise ValueError(f"unknown MoE communication method {method!r}; use one of {MOE_COMM_METHODS}")
+        if method not in MOE_COMM_OPTIONS:
+            raise ValueError(f"unknown MoE communication method {method!r}; use one of {MOE_COMM_OPTIONS}")
         self.group, self.method = group, method
         self.expert_owner = expert_owner.long()  # [E]: the EP rank that owns each global expert
 
-    def __call__(self, x: torch.Tensor, route: RouteFn, experts: ExpertsFn) -> torch.Tensor:
-        """``x`` ``[T, H]`` (the same on every rank) -> the routed experts' output ``[T, H]`` on every rank."""
+    def __call__(self, x: torch.Tensor, route: RouteFn, experts: ExpertsFn, method: str | None = None) -> torch.Tensor:
+        """``x`` ``[T, H]`` (the same on every rank) -> the routed experts' output ``[T, H]`` on every rank, by
+        ``method`` (``"alltoall"`` or ``"allgather"``; None: this dispatcher's own)."""
+        method = method or self.method
+        if method not in ("alltoall", "allgather"):
+            raise ValueError(f"ExpertParallelDispatcher exchanges by 'alltoall' or 'allgather', not {method!r}")
         sizes = token_split(x.shape[0], self.group.world_size)
         start = sum(sizes[:self.group.rank_in_group])
         mine = x[start:start + sizes[self.group.rank_in_group]]
         weights, ids = route(mine)
-        exchange = self._all_to_all if self.method == "alltoall" else self._all_gather
+        exchange = self._all_to_all if method == "alltoall" else self._all_gather
         return self._gather_slices(exchange(mine, weights, ids, experts, sizes), sizes)
 
     def _all_to_all(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, experts: ExpertsFn,

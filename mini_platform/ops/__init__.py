@@ -121,7 +121,11 @@ def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
     """The implementation of ``kernel`` in ``backend`` (or the current backend).
 
     The backend's module is imported once; the function is looked up on it at every call, so a kernel
-    swapped on the module (``monkeypatch``, a learner's own implementation) takes effect at once."""
+    swapped on the module (``monkeypatch``, a learner's own implementation) takes effect at once.
+    Inside :func:`use_resolved_kernels`, a call without ``backend=`` takes the kernel from that table."""
+    table = _resolved
+    if table is not None and backend is None and kernel in table:
+        return table[kernel]
     if kernel not in KERNEL_MODULES:
         raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNEL_MODULES)}")
     name = current_backend(backend)
@@ -136,6 +140,37 @@ def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
     if impl is None:
         raise KernelUnavailableError(kernel, name, f"{module_name} does not define it")
     return impl
+
+
+def resolve_kernels(backend: str | None = None) -> dict[str, Callable[..., Any]]:
+    """Every kernel ``backend`` (or the current backend) implements, looked up now: ``{name: function}``."""
+    table = {}
+    for kernel in KERNEL_MODULES:
+        try:
+            table[kernel] = get_kernel(kernel, backend)
+        except KernelUnavailableError:
+            pass
+    return table
+
+
+# The table of use_resolved_kernels(): one module global, so that code traced by torch.compile (TorchDynamo) reads
+# a plain dict of functions instead of the per-thread stack, the environment and sys.modules (which it cannot trace).
+_resolved: dict[str, Callable[..., Any]] | None = None
+
+
+@contextlib.contextmanager
+def use_resolved_kernels(table: dict[str, Callable[..., Any]]) -> Iterator[None]:
+    """Serve kernel calls without ``backend=`` from ``table`` (:func:`resolve_kernels`) inside the block.
+
+    For code that torch.compile traces (``mini_platform.compilation.piecewise``): the kernels are bound once, before
+    tracing, as vLLM's ``CustomOp`` picks its ``forward_*`` method when the layer is built. Pass the same table
+    every time: TorchDynamo guards on it, and another table makes it trace the model again."""
+    global _resolved
+    previous, _resolved = _resolved, table
+    try:
+        yield
+    finally:
+        _resolved = previous
 
 
 def _import_module(module_name: str) -> Any:

@@ -66,6 +66,9 @@ RUN_TEXT = {
     "mixtral/npu-v1": ("npu 内核（模拟的 torch_npu），5 个 16 token 的块，MoE 走 v1 调用序列",
                        "npu kernels (emulated torch_npu), 5 blocks of 16 tokens, the v1 MoE calls"),
     "llama/graph": ("解码走 CPU 图", "decode in CPU graphs"),
+    "llama/piecewise": ("torch.compile 在注意力处切开：解码走整图，其余步走分段图（CPU 图）",
+                        "torch.compile split at attention: decode in full graphs, other steps in piecewise graphs "
+                        "(CPU graphs)"),
     "llama/tp2": ("张量并行：2 个 worker 进程，gloo", "tensor parallel: 2 worker processes over gloo"),
     "mixtral/tp2-ep": ("张量并行 + 专家并行：2 个 worker 进程，gloo", "tensor + expert parallel: 2 worker processes over gloo"),
     "deepseek_v3": ("DeepSeek-V3 结构（MLA + 分组路由），cpu 内核，eager", "DeepSeek-V3 shape (MLA + grouped routing), cpu kernels, eager"),

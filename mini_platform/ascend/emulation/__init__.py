@@ -38,7 +38,7 @@ from . import npu
 
 EMULATION_NOTE = "verified against an emulation of torch_npu semantics; not run on Ascend hardware here"
 
-SUBMODULES = ("norm", "rotary", "activation", "attention", "moe", "mla")
+SUBMODULES = ("norm", "rotary", "activation", "attention", "moe", "mla", "moe_distribute")
 
 
 class RealTorchNpuPresentError(RuntimeError):

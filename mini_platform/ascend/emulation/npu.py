@@ -284,11 +284,21 @@ def reset_process_state() -> None:
     _current_stream = _default_stream
 
 
+# The chip the emulation reports: 250, in the range vllm-ascend v0.11.0 reads as A3 (``vllm_ascend/utils.py``
+# ``init_ascend_soc_version``: 220-225 = A2, 250-255 = A3). Set it (e.g. to 220) to emulate an A2 chip.
+EMULATED_SOC_VERSION = 250
+
+
+def get_soc_version() -> int:
+    """``torch_npu.npu.get_soc_version()`` (``torch_npu/npu/_backends.py``): the chip's SoC version number."""
+    return EMULATED_SOC_VERSION
+
+
 def build_npu_module() -> types.ModuleType:
     """The emulated ``torch.npu`` / ``torch_npu.npu`` namespace."""
     module = types.ModuleType("torch_npu.npu", "Emulated torch.npu graph and stream API (CPU emulation).")
     for name in ("Stream", "current_stream", "stream", "synchronize", "is_current_stream_capturing",
                  "graph_pool_handle", "graph_task_group_begin", "graph_task_group_end", "graph_task_update_begin",
-                 "graph_task_update_end", "ExternalEvent", "NPUGraph", "graph"):
+                 "graph_task_update_end", "ExternalEvent", "NPUGraph", "graph", "get_soc_version"):
         setattr(module, name, globals()[name])
     return module
