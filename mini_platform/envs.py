@@ -7,6 +7,8 @@
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
 | ``MINI_PLATFORM_CPU_COMPILED`` | ``0`` runs the ``cpu`` backend's decode attention in torch even when numba is installed (default ``1``: the compiled kernel of ``ops/cpu/compiled.py``) |
+| ``MINI_PLATFORM_CPU_SHM_ALLREDUCE`` | ``0`` sends every CPU all-reduce through gloo (default ``1``: messages up to 1 MiB go through the shared-memory all-reduce of ``distributed/shm_allreduce.py`` while not capturing a graph) |
+| ``MINI_PLATFORM_SHM_BROADCAST`` | ``0`` sends each step's inputs to the tensor-parallel workers down their pipes, pickled per worker (default ``1``: once, through the shared-memory ring of ``distributed/shm_broadcast.py``) |
 | ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
 """
 from __future__ import annotations
@@ -20,6 +22,8 @@ PLUGINS = "MINI_PLATFORM_PLUGINS"
 KERNEL_BACKEND = "MINI_PLATFORM_KERNEL_BACKEND"
 NPU_MOE_ROUTING = "MINI_PLATFORM_NPU_MOE_ROUTING"
 CPU_COMPILED = "MINI_PLATFORM_CPU_COMPILED"
+CPU_SHM_ALLREDUCE = "MINI_PLATFORM_CPU_SHM_ALLREDUCE"
+SHM_BROADCAST = "MINI_PLATFORM_SHM_BROADCAST"
 NPU_MOE_ROUTINGS = ("v1", "v2")
 
 
@@ -89,6 +93,25 @@ def cpu_compiled(env: Mapping[str, str] | None = None) -> bool:
     return value == "1"
 
 
+def _switch(name: str, meaning: str, env: Mapping[str, str] | None) -> bool:
+    value = _env(env).get(name, "").strip() or "1"
+    if value not in ("0", "1"):
+        raise ValueError(f"{name}={value!r} is not understood: {meaning}")
+    return value == "1"
+
+
+def cpu_shm_allreduce(env: Mapping[str, str] | None = None) -> bool:
+    """False when ``MINI_PLATFORM_CPU_SHM_ALLREDUCE`` is ``0``, True when it is ``1`` or unset; else an error."""
+    return _switch(CPU_SHM_ALLREDUCE, "1 (or unset) sends small CPU all-reduces through shared memory, 0 sends "
+                   "every one through gloo", env)
+
+
+def shm_broadcast(env: Mapping[str, str] | None = None) -> bool:
+    """False when ``MINI_PLATFORM_SHM_BROADCAST`` is ``0``, True when it is ``1`` or unset; else an error."""
+    return _switch(SHM_BROADCAST, "1 (or unset) broadcasts each step's inputs through shared memory, 0 pickles "
+                   "them down each worker's pipe", env)
+
+
 # Every variable above and its check (None: any value; MINI_PLATFORM and MINI_PLATFORM_PLUGINS name plugins,
 # which resolving the platform checks against the installed ones). check_all runs them all at once.
 VARIABLES: dict[str, Callable[..., object] | None] = {
@@ -97,6 +120,8 @@ VARIABLES: dict[str, Callable[..., object] | None] = {
     PLUGINS: None,
     KERNEL_BACKEND: check_kernel_backend,
     CPU_COMPILED: cpu_compiled,
+    CPU_SHM_ALLREDUCE: cpu_shm_allreduce,
+    SHM_BROADCAST: shm_broadcast,
     NPU_MOE_ROUTING: npu_moe_routing,
 }
 

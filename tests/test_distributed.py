@@ -20,6 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from mini_platform import LLM, LLMEngine, SamplingParams
 from mini_platform.distributed import parallel_state
+from mini_platform.distributed.shm_allreduce import leaked_segments
 from mini_platform.executor.multiproc import MultiprocExecutor, WorkerError, free_port
 from mini_platform.model import load_model, make_tiny_checkpoint
 from mini_platform.model.sharding import HeadShard, check_tensor_parallel, head_shard, kv_split, vocab_range
@@ -144,6 +145,7 @@ def _collectives_worker(rank: int, world: int, port: int) -> None:
         parallel_state.init_model_parallel(world, True, torch.device("cpu"))
         tp, ep = parallel_state.get_tp_group(), parallel_state.get_ep_group()
         assert type(tp.communicator) is CpuCommunicator and tp.rank_in_group == rank and ep.world_size == world
+        assert tp.communicator.shm is not None  # small all-reduces below go through shared memory (the default)
         x = torch.arange(6.0).view(2, 3) + 10 * rank                       # rank r: [[0,1,2],[3,4,5]] + 10r
         assert torch.equal(tp.all_reduce(x.clone()), 2 * torch.arange(6.0).view(2, 3) + 10)
         assert torch.equal(tp.all_gather(x, dim=0), torch.cat([x - 10 * rank, x - 10 * rank + 10], 0))
@@ -242,6 +244,7 @@ def test_parallel_greedy_equals_one_process(checkpoints, arch, tp, parallel):
             llm.close()
     assert got == want
     assert not multiprocessing.active_children() and not _alive(pids)
+    assert not leaked_segments(pids + [os.getpid()])  # the all-reduce's and the step queue's shared memory
 
 
 def _alive(pids: list[int]) -> list[int]:
@@ -269,6 +272,7 @@ def test_killed_worker_gives_a_clear_error_and_no_leftover_process(checkpoints):
     finally:
         engine.close()
     assert not _alive(pids) and not multiprocessing.active_children()
+    assert not leaked_segments(pids + [os.getpid()])
 
 
 def test_a_failing_worker_names_its_rank(checkpoints, tmp_path):

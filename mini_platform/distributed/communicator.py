@@ -3,7 +3,8 @@
 The platform names its class as a string (``Platform.get_device_communicator_cls()``) and its library
 as ``Platform.dist_backend``; the group is created with that backend, and the communicator keeps its
 tensors on the platform's device. Here the collectives are the same ``torch.distributed`` calls for gloo,
-NCCL and HCCL: what changes per platform is the backend string and the device.
+NCCL and HCCL: what changes per platform is the backend string and the device. One exception, as in vLLM:
+on the CPU, small all-reduces go through shared memory (``shm_allreduce``, set up over the gloo group).
 
 vLLM goes further on CUDA: ``CudaCommunicator.all_reduce`` (vLLM commit 089eca13,
 ``vllm/distributed/device_communicators/cuda_communicator.py``) tries its quick all-reduce (ROCm MI300
@@ -27,7 +28,9 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
+from .. import envs
 from ..ops.graph import is_capturing
+from . import shm_allreduce
 
 
 class DeviceCommunicator:
@@ -86,9 +89,44 @@ class DeviceCommunicator:
         return x
 
 
+    def close(self) -> None:
+        """Release what the communicator holds beside its group (idempotent); the group itself is torch's."""
+
+
 class CpuCommunicator(DeviceCommunicator):
-    """gloo on the CPU. gloo has no list-form all-to-all and emulates reduce-scatter with an all-reduce
-    (twice the traffic; ProcessGroupGloo.cpp at PyTorch c194358); the base class only uses calls gloo implements."""
+    """gloo on the CPU, and a shared-memory all-reduce for small messages (vLLM's CPU backend has one too).
+
+    ``all_reduce`` of a contiguous tensor of at most ``shm_max_bytes`` goes through :class:`ShmAllReduce`
+    (every rank of a group here is on this machine); a bigger one goes through gloo, and so does every
+    all-reduce while a CPU graph captures (the functional collective the graph replays) and all of them
+    when ``MINI_PLATFORM_CPU_SHM_ALLREDUCE=0``. gloo has no list-form all-to-all and emulates reduce-scatter
+    with an all-reduce (twice the traffic; ProcessGroupGloo.cpp at PyTorch c194358); the base class only
+    uses calls gloo implements."""
+
+    def __init__(self, group: dist.ProcessGroup, device: torch.device,
+                 shm_max_bytes: int = shm_allreduce.DEFAULT_MAX_BYTES) -> None:
+        super().__init__(group, device)
+        self.shm = None
+        if self.world_size > 1 and envs.cpu_shm_allreduce():
+            self.shm = shm_allreduce.ShmAllReduce(group, shm_max_bytes, timeout_s=_group_timeout_s(group))
+
+    def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
+        if (self.shm is not None and not is_capturing() and x.is_contiguous()
+                and x.numel() * x.element_size() <= self.shm.max_bytes):
+            return self.shm.all_reduce(x)
+        return super().all_reduce(x)
+
+    def close(self) -> None:
+        if self.shm is not None:
+            self.shm.close()
+
+
+def _group_timeout_s(group: dist.ProcessGroup, default: float = 300.0) -> float:
+    """The timeout the group's gloo backend was made with (a shared-memory wait gives up after the same)."""
+    try:
+        return group._get_backend(torch.device("cpu")).options._timeout.total_seconds()  # noqa: SLF001
+    except (AttributeError, RuntimeError):
+        return default
 
 
 class CudaCommunicator(DeviceCommunicator):

@@ -5,8 +5,10 @@ Each step the driver flattens the scheduler's output into a :class:`~mini_platfo
 picks the decode graph it replays (or none), sends the same bytes to every worker, and waits for rank 0's
 logits (every rank computes them; one copy is enough to sample). The collectives inside the forward go over
 ``torch.distributed`` and are part of the decode graphs the workers captured (as NCCL calls can be part of
-a CUDA graph; the CPU graph records them as functional collectives); the pipes carry only these control
-messages, pickled (the logits inline, not through shared memory).
+a CUDA graph; the CPU graph records them as functional collectives). The step goes to the workers once,
+through a shared-memory :class:`~mini_platform.distributed.shm_broadcast.MessageQueue` (vLLM's
+``rpc_broadcast_mq``), or, with ``MINI_PLATFORM_SHM_BROADCAST=0`` or when it is too big for a chunk, down
+each worker's pipe; the pipes carry everything else (start-up, rank 0's logits, errors, ``close``).
 
 Failure handling: the driver waits on the workers' pipes *and* their process sentinels with a timeout,
 so a worker that raises, crashes or is killed is noticed at once; then every worker is stopped and a
@@ -26,6 +28,8 @@ from multiprocessing.connection import Connection, wait
 import torch
 import torch.multiprocessing as mp
 
+from .. import envs
+from ..distributed.shm_broadcast import MessageQueue, broadcast
 from ..kv_cache import KVCacheManager
 from ..model_runner import GraphStats, decode_graph_size, step_input
 from ..scheduler import SchedulerOutput
@@ -34,7 +38,8 @@ from .worker import WorkerConfig, worker_main
 # After the first failure, how long to keep listening for the other ranks' errors before stopping them.
 FAILURE_GRACE_S = 1.0
 # What a rank's error says when it failed only because another rank stopped in the middle of a collective.
-PEER_LOST_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "pair closure")
+PEER_LOST_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "pair closure",
+                     "left the shared-memory group")
 
 
 class WorkerError(RuntimeError):
@@ -51,6 +56,8 @@ def free_port() -> int:
 class MultiprocExecutor:
     """Start ``config.world_size`` spawned workers and run steps on them (``execute`` is ``ModelRunner``'s)."""
 
+    queue: MessageQueue | None = None  # the steps' shared-memory broadcast; None: down the pipes
+
     def __init__(self, config: WorkerConfig) -> None:
         self.timeout_s = config.timeout_s
         ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited locks or device state
@@ -58,10 +65,12 @@ class MultiprocExecutor:
         self.procs: list[mp.Process] = []
         self.conns: list[Connection] = []
         self.error: WorkerError | None = None
-        self._finalizer = weakref.finalize(self, _stop_workers, self.procs, self.conns)
+        self.queue = MessageQueue(config.world_size) if envs.shm_broadcast() else None
+        handle = None if self.queue is None else self.queue.handle()
+        self._finalizer = weakref.finalize(self, _stop_workers, self.procs, self.conns, self.queue)
         for rank in range(config.world_size):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=worker_main, args=(rank, init_method, config, child),
+            proc = ctx.Process(target=worker_main, args=(rank, init_method, config, child, handle),
                                name=f"mini-platform-worker-{rank}", daemon=True)
             proc.start()
             child.close()  # the worker holds the other end; its death closes the pipe
@@ -71,6 +80,8 @@ class MultiprocExecutor:
         while len(ready) < config.world_size:  # every rank says "ready" once its shard is loaded
             rank, (_, sizes, seconds, texts) = self._receive("start-up")
             ready[rank] = tuple(sizes), seconds, texts
+        if self.queue is not None:
+            self.queue.unlink()  # every rank has attached: the name can go (no /dev/shm entry can leak)
         if len({sizes for sizes, _, _ in ready.values()}) > 1:
             self.close()  # a graph replayed on some ranks only would wait forever for the others' collectives
             raise WorkerError(f"the ranks captured decode graphs of different batch sizes "
@@ -93,10 +104,11 @@ class MultiprocExecutor:
         graph_size = decode_graph_size(batch, self.graph_stats.capture_sizes)
         data = pickle.dumps(("execute", (step_input(batch, kv), graph_size)))
         try:
-            for conn in self.conns:
-                conn.send_bytes(data)
+            broadcast(self.queue, self.conns, data)
         except OSError:  # a worker died since the last step: its pipe is broken
             self._fail("a step", {}, timed_out=False)
+        except TimeoutError:  # a rank never read an earlier step (the ring has 4 chunks; ranks are in step)
+            self._fail("a step", {}, timed_out=True)
         try:
             logits = self._receive("a step")[1][1]
         except KeyboardInterrupt:
@@ -184,8 +196,9 @@ def _exit_reason(code: int) -> str:
     return f"exit code {code}"
 
 
-def _stop_workers(procs: list[mp.Process], conns: list[Connection], wait_s: float = 5.0) -> None:
-    """Ask each live worker to close, wait, then terminate and finally kill the stragglers."""
+def _stop_workers(procs: list[mp.Process], conns: list[Connection], queue: MessageQueue | None,
+                  wait_s: float = 5.0) -> None:
+    """Ask each live worker to close, wait, then terminate and finally kill the stragglers; free the queue."""
     data = pickle.dumps(("close", None))
     for proc, conn in zip(procs, conns):
         if proc.is_alive():
@@ -202,3 +215,5 @@ def _stop_workers(procs: list[mp.Process], conns: list[Connection], wait_s: floa
             proc.join(2.0)
     for conn in conns:
         conn.close()
+    if queue is not None:
+        queue.close()

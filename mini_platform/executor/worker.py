@@ -5,11 +5,13 @@ Messages over the pipe to the driver: ``("ready", capture_sizes, capture_seconds
 (the sizes captured, empty when eager; the texts of the warnings raised while building), ``("result",
 logits)`` from rank 0 after each step, ``("error", traceback_text)`` from any rank that fails (it then exits).
 From the driver: ``("execute", (step, graph_size))`` (the driver picks the graph, the same on every rank,
-since a graph's collectives must meet the same graph's on the other ranks) and ``("close", None)``.
+since a graph's collectives must meet the same graph's on the other ranks), through the shared-memory
+queue when there is one (else, or when it overflows, down the pipe), and ``("close", None)`` down the pipe.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import signal
 import traceback
@@ -23,6 +25,7 @@ import torch.distributed as dist
 
 from .. import platforms, plugins
 from ..distributed.parallel_state import destroy_model_parallel, init_model_parallel
+from ..distributed.shm_broadcast import Handle, MessageQueue, receive
 from ..model import load_model
 from ..model_runner import ModelRunner, build_model_runner
 
@@ -55,9 +58,12 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
     device = torch.device("cpu") if platform.device_type == "cpu" else torch.device(platform.device_type, rank)
     if device.type != "cpu":  # one device per rank, current before the group exists (NCCL/HCCL bind to it);
         platform.device_module().set_device(device)  # on Ascend this imports torch_npu, registering hccl
+    else:  # the ranks share the cores: more threads per rank than cores per rank spin against each other
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // config.world_size))
     dist.init_process_group(platform.dist_backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
-    init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm)
+    init_model_parallel(config.world_size, config.enable_expert_parallel, device, config.moe_comm,
+                        timedelta(seconds=config.timeout_s))
     model = load_model(config.model, dtype=config.dtype, device=device, max_positions=config.max_model_len)
     return build_model_runner(
         model, config.num_blocks, config.block_size, config.backend, platform=platform,
@@ -69,15 +75,16 @@ def _send(conn: Connection, message: tuple) -> None:
     conn.send_bytes(pickle.dumps(message))
 
 
-def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connection) -> None:
-    """The body of worker process ``rank``."""
+def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connection,
+                queue: Handle | None = None) -> None:
+    """The body of worker process ``rank``; ``queue``: the driver's step broadcast, if it has one."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the driver's to handle; it stops the workers
     try:
         with contextlib.ExitStack() as stack:
             if config.emulated_torch_npu:  # for the worker's whole life; refused where a real torch_npu exists
                 from ..ascend.emulation import emulated_torch_npu
                 stack.enter_context(emulated_torch_npu())
-            _serve(rank, init_method, config, conn)
+            _serve(rank, init_method, config, conn, queue)
     except EOFError:  # the driver is gone: nobody to serve
         return
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the driver, with this rank's name
@@ -85,18 +92,20 @@ def worker_main(rank: int, init_method: str, config: WorkerConfig, conn: Connect
             _send(conn, ("error", "".join(traceback.format_exception(exc))))
         except OSError:
             pass
+        destroy_model_parallel()  # a peer waiting in a shared-memory all-reduce learns that this rank left
         raise SystemExit(1) from None
 
 
-def _serve(rank: int, init_method: str, config: WorkerConfig, conn: Connection) -> None:
+def _serve(rank: int, init_method: str, config: WorkerConfig, conn: Connection, handle: Handle | None) -> None:
     """Build this rank's runner, say ready, run steps until ``close``."""
+    queue = None if handle is None else MessageQueue.attach(handle, rank)
     with warnings.catch_warnings(record=True) as caught:  # the driver shows them once, not once per rank
         warnings.simplefilter("always")
         runner = init_worker(rank, init_method, config)
     g = runner.graph_stats
     _send(conn, ("ready", g.capture_sizes, g.capture_seconds, [str(w.message) for w in caught]))
     while True:
-        method, args = pickle.loads(conn.recv_bytes())
+        method, args = pickle.loads(receive(queue, conn))  # EOFError: the driver is gone
         if method == "close":
             break
         logits = runner.execute_step(*args)
