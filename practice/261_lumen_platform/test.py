@@ -1,4 +1,5 @@
 """Stage 261: LumenPlatform's identity, block-size rule, components and forwarding; selection by the rules."""
+import importlib
 from types import SimpleNamespace
 
 import pytest
@@ -69,11 +70,24 @@ def test_forcing_it_in_the_environment_without_a_device_raises(devices, monkeypa
 
 
 @pytest.mark.parametrize("attribute, expected", [
-    ("device_name", "lumen"), ("device_type", "cpu"), ("dispatch_key", "PrivateUse1"), ("dist_backend", "gloo"),
+    ("device_name", "lumen"), ("dispatch_key", "PrivateUse1"), ("dist_backend", "gloo"),
     ("device_control_env_var", "LUMEN_VISIBLE_DEVICES"), ("ray_device_key", "LUMEN"), ("kernel_backend", "lumen"),
 ])
 def test_identity(lumen, attribute, expected):
     assert getattr(lumen, attribute) == expected
+
+
+def test_device_type_is_a_torch_device(lumen):
+    """'cpu' while Lumen's tensors are CPU tensors (this stage), 'lumen' once stage 264 made Lumen a torch device."""
+    assert lumen.device_type in ("cpu", "lumen"), f"device_type={lumen.device_type!r}"
+    if lumen.device_type == "lumen":
+        import torch
+        try:
+            torch.device("lumen")
+        except RuntimeError as exc:
+            raise AssertionError("device_type='lumen', but after importing lumen_npu.platform torch has no device "
+                                 f"'lumen' ({exc}); the engine names it next (stage 264)") from None
+        assert torch.lumen is importlib.import_module("lumen_npu.device"), "torch.lumen is not lumen_npu.device"
 
 
 def test_it_is_out_of_tree(lumen):
@@ -97,7 +111,11 @@ def test_attention_backend_is_lumens_own_paged_attention(lumen):
 
 
 def test_graph_wrapper_is_the_cpu_graph(lumen):
-    assert lumen.get_static_graph_wrapper_cls() == "mini_platform.compilation.cpu_graph.CPUGraphWrapper"
+    from mini_platform.compilation.cpu_graph import CPUGraphWrapper
+    name = lumen.get_static_graph_wrapper_cls()
+    assert name is not None, "get_static_graph_wrapper_cls() returned None: the engine could only run eagerly"
+    assert issubclass(resolve_obj_by_qualname(name), CPUGraphWrapper), \
+        f"{name} is not the CPU graph wrapper (or, from stage 264 on, Lumen's subclass of it)"
     config = SimpleNamespace(block_size=32, enforce_eager=None)
     lumen.check_and_update_config(config)
     assert config.enforce_eager is False  # a platform with a graph wrapper runs decode graphs by default
@@ -105,8 +123,9 @@ def test_graph_wrapper_is_the_cpu_graph(lumen):
 
 def test_communicator_runs_over_gloo_on_host_tensors(lumen):
     from mini_platform.distributed.communicator import CpuCommunicator
-    assert lumen.get_device_communicator_cls() == "mini_platform.distributed.communicator.CpuCommunicator"
-    assert issubclass(resolve_obj_by_qualname(lumen.get_device_communicator_cls()), CpuCommunicator)
+    name = lumen.get_device_communicator_cls()
+    assert issubclass(resolve_obj_by_qualname(name), CpuCommunicator), \
+        f"{name} is not the CPU communicator (or, from stage 264 on, Lumen's subclass of it)"
 
 
 def test_forwarding_reaches_the_lumen_runtime(devices, monkeypatch):

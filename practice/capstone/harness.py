@@ -1,7 +1,8 @@
-"""Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-263).
+"""Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-264).
 
 :func:`install` does for a pure-Python project what ``pip install --no-deps --target SITE`` does with
-its wheel: it puts the project's packages into ``SITE`` and writes ``<name>-<version>.dist-info/``
+its wheel: it puts the project's packages (their modules, and the files ``[tool.setuptools.package-data]``
+names, such as Lumen's C++ source) into ``SITE`` and writes ``<name>-<version>.dist-info/``
 with ``METADATA`` and ``entry_points.txt`` from ``pyproject.toml``. Each module is installed as a
 link to the project's file (a copy where links cannot be made), so that a traceback's real path is
 the learner's own file: the judge shows those frames as the learner's, and :func:`source_paths` turns
@@ -80,17 +81,21 @@ def install(project: str | os.PathLike) -> Path:
     if not meta.get("name") or not meta.get("version"):
         raise ProjectError("pyproject.toml needs [project] with a name and a version")
     site = _temp_dir(SITE_PREFIX)
+    package_data = config.get("tool", {}).get("setuptools", {}).get("package-data", {})
     for package in _packages(root, config):
         source = root / package.replace(".", "/")
         if not (source / "__init__.py").is_file():
             raise ProjectError(f"pyproject.toml lists the package {package!r}, but {source} has no __init__.py")
         target = site / package.replace(".", "/")
         target.mkdir(parents=True, exist_ok=True)
-        for module in source.glob("*.py"):
+        data = [path for pattern in package_data.get(package, []) for path in source.glob(pattern) if path.is_file()]
+        for module in [*source.glob("*.py"), *data]:
+            destination = target / module.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
             try:
-                os.symlink(module.resolve(), target / module.name)
+                os.symlink(module.resolve(), destination)
             except OSError:   # e.g. Windows without the privilege: tracebacks then name the copy
-                shutil.copyfile(module, target / module.name)
+                shutil.copyfile(module, destination)
     name, version = meta["name"], meta["version"]
     dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     dist_info.mkdir()

@@ -9,13 +9,13 @@ PROJECT = mutate(REFERENCE, 'lumen_npu/platform.py',
 
     @classmethod
     def get_static_graph_wrapper_cls(cls) -> str:
-        # The Lumen kernels are plain torch, so the CPU graph can record and replay them.
-        return "mini_platform.compilation.cpu_graph.CPUGraphWrapper"
+        # The CPU graph's recorder, accepting Lumen tensors: it records the aten calls above Lumen's kernels.
+        return "lumen_npu.graph.LumenGraphWrapper"
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
-        # Lumen tensors live in host memory, so its collectives are gloo's: the CPU communicator serves it.
-        return "mini_platform.distributed.communicator.CpuCommunicator"
+        # Lumen memory is host memory: gloo runs on CPU views of it (the CPU communicator underneath).
+        return "lumen_npu.communicator.LumenCommunicator"
 
     @classmethod
     def device_module(cls) -> ModuleType:''',
@@ -24,10 +24,10 @@ PROJECT = mutate(REFERENCE, 'lumen_npu/platform.py',
 
     @staticmethod
     def get_static_graph_wrapper_cls() -> str:
-        return "mini_platform.compilation.cpu_graph.CPUGraphWrapper"
+        return "lumen_npu.graph.LumenGraphWrapper"
 
     def get_device_communicator_cls(self) -> str:
-        return "mini_platform.distributed.communicator.CpuCommunicator"
+        return "lumen_npu.communicator.LumenCommunicator"
 
     @staticmethod
     def device_module() -> ModuleType:''')

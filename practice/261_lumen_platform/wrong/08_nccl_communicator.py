@@ -3,5 +3,5 @@
 from capstone.harness import REFERENCE, mutate
 
 PROJECT = mutate(REFERENCE, 'lumen_npu/platform.py',
-                 '        return "mini_platform.distributed.communicator.CpuCommunicator"',
+                 '        return "lumen_npu.communicator.LumenCommunicator"',
                  '        return "mini_platform.distributed.communicator.CudaCommunicator"')

@@ -3,5 +3,5 @@
 from capstone.harness import REFERENCE, mutate
 
 PROJECT = mutate(REFERENCE, 'lumen_npu/platform.py',
-                 '        return "mini_platform.compilation.cpu_graph.CPUGraphWrapper"',
+                 '        return "lumen_npu.graph.LumenGraphWrapper"',
                  '        return "mini_platform.compilation.cuda_graph.CUDAGraphWrapper"')

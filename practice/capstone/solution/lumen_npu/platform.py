@@ -6,13 +6,16 @@ from types import ModuleType
 
 from mini_platform.platforms import Platform, PlatformEnum
 
+# Importing the runtime's device module makes "lumen" a torch device (torch.device("lumen:0"), torch.lumen)
+# before the engine or a worker names it; the runtime itself starts on first use.
+from . import device as _runtime  # noqa: F401
+
 
 class LumenPlatform(Platform):
     _enum = PlatformEnum.OOT
     device_name = "lumen"
-    # Lumen computes on the CPU underneath, so its tensors are CPU tensors. A real device would register
-    # its own type under PrivateUse1 (torch.utils.rename_privateuse1_backend("lumen")) and use that.
-    device_type = "cpu"
+    # Lumen is a PyTorch device: its runtime (lumen_npu.device) renames PrivateUse1 to "lumen" (stage 264).
+    device_type = "lumen"
     dispatch_key = "PrivateUse1"
     dist_backend = "gloo"
     device_control_env_var = "LUMEN_VISIBLE_DEVICES"
@@ -27,13 +30,13 @@ class LumenPlatform(Platform):
 
     @classmethod
     def get_static_graph_wrapper_cls(cls) -> str:
-        # The Lumen kernels are plain torch, so the CPU graph can record and replay them.
-        return "mini_platform.compilation.cpu_graph.CPUGraphWrapper"
+        # The CPU graph's recorder, accepting Lumen tensors: it records the aten calls above Lumen's kernels.
+        return "lumen_npu.graph.LumenGraphWrapper"
 
     @classmethod
     def get_device_communicator_cls(cls) -> str:
-        # Lumen tensors live in host memory, so its collectives are gloo's: the CPU communicator serves it.
-        return "mini_platform.distributed.communicator.CpuCommunicator"
+        # Lumen memory is host memory: gloo runs on CPU views of it (the CPU communicator underneath).
+        return "lumen_npu.communicator.LumenCommunicator"
 
     @classmethod
     def device_module(cls) -> ModuleType:

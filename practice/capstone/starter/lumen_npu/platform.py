@@ -10,6 +10,9 @@ class LumenPlatform(Platform):
     # Lumen computes on the CPU underneath, so its tensors are CPU tensors. A real device would register
     # its own type under PrivateUse1 (torch.utils.rename_privateuse1_backend("lumen")) and use that.
     device_type = "cpu"
+    # TODO(stage 264): device_type "lumen", with "from . import device" at the top of this module (it makes
+    #                  torch.device("lumen") valid); graph wrapper lumen_npu.graph.LumenGraphWrapper and communicator
+    #                  lumen_npu.communicator.LumenCommunicator.
     dist_backend = "gloo"
     # TODO(stage 261): the dispatch key an out-of-tree device registers under, the visible-devices
     # variable (LUMEN_VISIBLE_DEVICES), the Ray resource name (LUMEN), the kernel backend ("lumen") and

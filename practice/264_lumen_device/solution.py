@@ -1,0 +1,2 @@
+"""Capstone stage 264: the reference Lumen NPU plugin project."""
+PROJECT = "practice/capstone/solution"
