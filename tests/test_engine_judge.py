@@ -126,14 +126,14 @@ def test_every_solution_is_yours_exercised_and_equal(solved):
 
 def test_a_run_reads_back_every_engine_whose_inputs_did_not_change(solved, tmp_path):
     """The solved workspace, moved (file paths are not part of the key), judged with --chapter 7: the
-    all-reference engines and llama/graph (which swaps in chapter 7's parts only, as in the whole run) come
+    all-reference engines, llama/graph and llama/piecewise (which swap in chapter 7's parts only, as in the whole run) come
     from the cache; qwen2_moe/npu-graph, which also swapped in chapter 6's parts in the whole run, runs. Then
     everything comes from the cache; then one part's file changes and only the engine it is in play in runs."""
     root = practice_root(tmp_path)
     shutil.copytree(solved[0] / "workspace", root / "workspace", dirs_exist_ok=True)
     shutil.copy(solved[0] / ".judge_state.json", root / ".judge_state.json")
     names = [run.name for run in engine_run.runs_for({7})]
-    assert names == ["qwen2_moe/npu-graph", "llama/graph"]
+    assert names == ["qwen2_moe/npu-graph", "llama/graph", "llama/piecewise"]
 
     def judged(fresh: set[str]) -> dict:
         run = engine_cli(root, "--json", "--chapter", "7")
@@ -211,7 +211,7 @@ def test_every_chapter_with_parts_has_runs_and_every_run_a_legend():
     for chapter in {e.chapter for e in ENGINE_EXERCISES}:
         assert engine_run.runs_for({chapter}), chapter
     assert engine_run.runs_for(None) == engine_run.RUNS
-    assert {run.name for run in engine_run.runs_for({8})} == {"llama/tp2", "mixtral/tp2-ep"}
+    assert {run.name for run in engine_run.runs_for({8})} == {"mixtral/npu-v1", "llama/tp2", "mixtral/tp2-ep"}
 
 
 # ----------------------------------------------------------------------------------------------

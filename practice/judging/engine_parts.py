@@ -63,8 +63,10 @@ RUN_TEXT = {
     "qwen2_moe/npu-graph": ("npu 内核对照 torch_npu 的 CPU 模拟，5 个 16 token 的块，解码走 ACL 图（模拟）",
                             "npu kernels against the CPU emulation of torch_npu, 5 blocks of 16 tokens, decode in ACL "
                             "graphs (emulated)"),
-    "mixtral/npu-v1": ("npu 内核（模拟的 torch_npu），5 个 16 token 的块，MoE 走 v1 调用序列",
-                       "npu kernels (emulated torch_npu), 5 blocks of 16 tokens, the v1 MoE calls"),
+    "mixtral/npu-v1": ("npu 内核（模拟的 torch_npu），5 个 16 token 的块，MoE 走 v1 调用序列，每步按 vllm-ascend 的规则选通信方式"
+                       "（moe_comm=\"auto\"）",
+                       "npu kernels (emulated torch_npu), 5 blocks of 16 tokens, the v1 MoE calls, each step's MoE exchange "
+                       "chosen by vllm-ascend's rule (moe_comm=\"auto\")"),
     "llama/graph": ("解码走 CPU 图", "decode in CPU graphs"),
     "llama/piecewise": ("torch.compile 在注意力处切开：解码走整图，其余步走分段图（CPU 图）",
                         "torch.compile split at attention: decode in full graphs, other steps in piecewise graphs "
