@@ -419,6 +419,7 @@ def test_repo_root_forwarder(root, tmp_path):
 HINTS = "## 1\n想想乘法。\n\n**English:** think of multiplication.\n\n## 2\n`return 2 * x`\n\n**English:** `return 2 * x`\n"
 
 
+@pytest.mark.slow   # about 35 s of judge children (a time-out among them): the slow tier, with the maintainer check
 def test_check_requires_every_wrong_solution_rejected_in_one_batch(tmp_path):
     root = tmp_path / "practice"
     folder = make_exercise(root)
