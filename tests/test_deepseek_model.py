@@ -19,6 +19,7 @@ from mini_platform.model import ModelConfig, UnsupportedModelError, greedy_gener
 from mini_platform.model.contiguous_attention import causal_attention
 from mini_platform.model.mla import expand_latents, mla_softmax_scale, split_kv_b_proj
 from test_model import greedy_memo, hf_greedy, hf_random_model
+from test_moe_model import GREEDY, assert_engine_matches
 
 pytestmark = pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")  # transformers, no shared expert
 VOCAB = 97
@@ -54,7 +55,6 @@ CONFIGS = {
                                    num_experts=6, num_experts_per_tok=2, moe_intermediate_size=16,
                                    norm_topk_prob=True, mlp_only_layers=[1])),
 }
-GREEDY = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
 
 
 def hf_model(prefix: str, seed: int, **fields):
@@ -87,12 +87,6 @@ def prompts(seed: int, lengths: list[int], prefix: int = 0) -> list[list[int]]:
     rng = random.Random(seed)
     shared = [rng.randrange(3, VOCAB) for _ in range(prefix)]
     return [shared + [rng.randrange(3, VOCAB) for _ in range(n)] for n in lengths]
-
-
-def assert_engine_matches(llm: LLM, name: str, batch: list[list[int]], hf_tokens, params=GREEDY) -> None:
-    outputs = llm.generate(batch, params)
-    for out, prompt in zip(outputs, batch):
-        assert out.token_ids == hf_tokens(name, prompt, params.max_tokens), f"prompt of {len(prompt)} tokens"
 
 
 # -- the model -----------------------------------------------------------------------------------------
