@@ -258,7 +258,7 @@ def moe_topk_softmax(router_logits, top_k: int, renormalize: bool, *, backend: s
 def moe_grouped_topk(router_logits, top_k: int, num_expert_group: int, topk_group: int, renormalize: bool,
                      scoring_func: str = "softmax", e_score_correction_bias=None, routed_scaling_factor: float = 1.0, *,
                      backend: str | None = None):
-    """Grouped top-k routing (DeepSeek-V2/V3, vLLM's ``grouped_topk``): ``router_logits`` ``[T, E]`` ->
+    """Grouped top-k routing (DeepSeek-V2/V3, vLLM v0.11.0's ``grouped_topk`` in ``fused_moe/fused_moe.py``): ``router_logits`` ``[T, E]`` ->
     ``(topk_weights fp32 [T, K], topk_ids int32 [T, K])``.
 
     1. ``scores = sigmoid(logits)`` or ``softmax(logits)`` (``scoring_func``), in fp32;
