@@ -267,18 +267,22 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
 
 def static_reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor,
                              value_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
-    """:func:`reshape_and_cache` without host reads (no value checks). Padding rows (slot < 0) must come
-    after the real ones: they rewrite what row 0 writes (or, when every row is padding, slot 0's own
-    content), so every write is exact whatever the order of duplicate indices."""
-    num_slots = key_cache.shape[0] * key_cache.shape[1]
+    """:func:`reshape_and_cache` without host reads (no value checks): :func:`write_slots` for K and V."""
+    write_slots(key, key_cache, slot_mapping)
+    write_slots(value, value_cache, slot_mapping)
+
+
+def write_slots(new: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+    """Row ``i`` of ``new`` ``[T, ...]`` to slot ``slot_mapping[i]`` of ``cache`` ``[nb, bs, ...]``, without host
+    reads. Padding rows (slot < 0) must come after the real ones: they rewrite what row 0 writes (or, when every
+    row is padding, slot 0's own content), so every write is exact whatever the order of duplicate indices."""
+    flat = cache.view(cache.shape[0] * cache.shape[1], *cache.shape[2:])
     slots = slot_mapping.long()
     keep = slots >= 0
     target = slots[:1].clamp(min=0)  # where padding rows write: row 0's slot when row 0 is real
-    for new, cache in ((key, key_cache), (value, value_cache)):
-        flat = cache.view(num_slots, *cache.shape[2:])
-        fill = torch.where(keep[0], new[0].to(cache.dtype), flat.index_select(0, target)[0])
-        rows = torch.where(keep[:, None, None], new.to(cache.dtype), fill)
-        flat.index_copy_(0, torch.where(keep, slots, target), rows)
+    fill = torch.where(keep[0], new[0].to(cache.dtype), flat.index_select(0, target)[0])
+    rows = torch.where(keep.view(-1, *[1] * (new.dim() - 1)), new.to(cache.dtype), fill)
+    flat.index_copy_(0, torch.where(keep, slots, target), rows)
 
 
 def static_paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..graph import is_capturing
+from .attention import write_slots
 
 
 def check_mla_cache_args(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor) -> tuple[int, int]:
@@ -27,18 +28,6 @@ def check_mla_cache_args(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor) -> 
                          f"[num_blocks, block_size, 1, qk_rope_head_dim], got {tuple(kv_c_cache.shape)} and "
                          f"{tuple(k_pe_cache.shape)}")
     return kv_c_cache.shape[3], k_pe_cache.shape[3]
-
-
-def _write_rows(new: torch.Tensor, cache: torch.Tensor, slots: torch.Tensor) -> None:
-    """Row ``i`` of ``new`` ``[T, D]`` to slot ``slots[i]`` of ``cache`` ``[nb, bs, 1, D]``, without host reads.
-    Padding rows (slot < 0) rewrite what row 0 writes (or slot 0's own content when row 0 is padding too),
-    so the result is exact whatever the order of duplicate indices."""
-    flat = cache.view(cache.shape[0] * cache.shape[1], cache.shape[3])
-    keep = slots >= 0
-    target = slots[:1].clamp(min=0)
-    fill = torch.where(keep[0], new[0].to(cache.dtype), flat.index_select(0, target)[0])
-    rows = torch.where(keep[:, None], new.to(cache.dtype), fill)
-    flat.index_copy_(0, torch.where(keep, slots, target), rows)
 
 
 def concat_and_cache_mla(kv_c: torch.Tensor, k_pe: torch.Tensor, kv_c_cache: torch.Tensor,
@@ -58,8 +47,8 @@ def concat_and_cache_mla(kv_c: torch.Tensor, k_pe: torch.Tensor, kv_c_cache: tor
         if high >= num_slots:
             raise ValueError(f"slot {high} is outside the cache ({kv_c_cache.shape[0]} blocks x "
                              f"{kv_c_cache.shape[1]} slots)")
-    _write_rows(kv_c, kv_c_cache, slots)
-    _write_rows(k_pe, k_pe_cache, slots)
+    write_slots(kv_c.unsqueeze(1), kv_c_cache, slots)   # one row per token: the cache's head dim of 1
+    write_slots(k_pe.unsqueeze(1), k_pe_cache, slots)
 
 
 def _padded_latents(kv_c_cache: torch.Tensor, k_pe_cache: torch.Tensor, block_tables: torch.Tensor,
