@@ -46,10 +46,6 @@ class CompilationConfig:
         """Whether some batch replays piecewise graphs (the model is compiled and split), FULL resolved."""
         return "PIECEWISE" in CUDAGRAPH_MODES[resolve_cudagraph_mode(self.cudagraph_mode)]
 
-    @property
-    def has_full_graphs(self) -> bool:
-        return "FULL" in CUDAGRAPH_MODES[self.cudagraph_mode]
-
 
 def parse_compilation_config(value: Mapping[str, Any] | None) -> CompilationConfig | None:
     """``compilation_config={"cudagraph_mode": "PIECEWISE"}`` checked: None stays None (the engine's default),

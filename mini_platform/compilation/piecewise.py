@@ -120,7 +120,3 @@ class PiecewiseModel:
     def num_pieces(self) -> int:
         """Pieces (captured sub-graphs) per split: ``L + 1`` for ``L`` attention layers."""
         return sum(not item.is_splitting_op for item in self.backend.splits[0]) if self.backend.splits else 0
-
-    @property
-    def num_splitting_ops(self) -> int:
-        return sum(item.is_splitting_op for item in self.backend.splits[0]) if self.backend.splits else 0
