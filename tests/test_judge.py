@@ -215,6 +215,38 @@ def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
     assert process_gone(int(pid_file.read_text()))
 
 
+def test_the_child_of_a_pure_exercise_runs_like_a_new_interpreter(exercise, tmp_path):
+    # Pure-Python exercises are judged in a child forked from the judge (no second interpreter start): it must
+    # look like `python -m judging.sandbox` to the submission, also to multiprocessing's spawn.
+    source = """\
+        import multiprocessing, os, sys
+        assert sys.modules["__main__"].__spec__.name == "judging.sandbox", sys.modules["__main__"]
+        assert os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1" and sys.dont_write_bytecode
+        process = multiprocessing.get_context("spawn").Process(target=os._exit, args=(3,))
+        process.start()
+        process.join(30)
+        assert process.exitcode == 3, process.exitcode
+        def double(x):
+            return 2 * x
+        """
+    verdict = judge_source(exercise, tmp_path, source, timeout=30)
+    assert verdict["status"] == "accepted", verdict
+
+
+def test_a_judge_with_threads_starts_a_new_interpreter_instead_of_forking():
+    import threading
+
+    assert sandbox._ForkedChild.safe()
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not sandbox._ForkedChild.safe()   # fork() copies one thread: another's locks would stay held
+    finally:
+        stop.set()
+        other.join()
+
+
 def test_interrupting_the_judge_kills_the_child(root, tmp_path):
     pid_file, answer = tmp_path / "pid", tmp_path / "loop.py"
     answer.write_text(f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n")

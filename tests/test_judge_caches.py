@@ -1,5 +1,5 @@
-"""What the judge keeps by content: a test file's rewritten assertions (judge_core) and the engine judge's
-runs (engine_cache). The engine judge's own second run is tested in tests/test_engine_judge.py."""
+"""What the judge keeps by content: a test file's rewritten assertions (judge_core), its test names
+(exercises.Exercise.test_functions) and the engine judge's runs (engine_cache). The engine judge's own second run is tested in tests/test_engine_judge.py."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "practice") not in sys.path:
     sys.path.insert(0, str(ROOT / "practice"))
 
-from judging import engine_cache, judge_core  # noqa: E402
+from judging import engine_cache, exercises, judge_core  # noqa: E402
 
 TEST = '''\
 from submission import double
@@ -55,6 +55,22 @@ def test_the_rewritten_test_is_stored_before_the_submission_runs(tmp_path):
     judge_core._REWRITTEN.clear()
     verdict = judged(tmp_path, TEST, "raise SystemExit('at import')\n", cache)
     assert verdict["status"] != "accepted" and len(list(cache.iterdir())) == 1
+
+
+def test_test_names_are_kept_by_the_test_files_content(tmp_path):
+    folder = tmp_path / "180_example"
+    folder.mkdir()
+    (folder / "test.py").write_text(TEST)
+    exercise = exercises.Exercise(180, "example", folder, "例", "example", 1, "easy", (), 10, "")
+    cache = tmp_path / "names"
+    assert exercise.test_functions(cache) == ["test_small", "test_large"] == exercise.test_functions()
+    stored = next(cache.iterdir())
+    stored.write_text('["test_small"]')   # read back as it is: proves the cache is used
+    assert exercise.test_functions(cache) == ["test_small"]
+    stored.write_text("not json")         # unreadable: parsed again, and stored anew
+    assert exercise.test_functions(cache) == ["test_small", "test_large"]
+    (folder / "test.py").write_text(TEST + "\n\ndef test_third():\n    pass\n")   # another content, another entry
+    assert exercise.test_functions(cache)[-1] == "test_third" and len(list(cache.iterdir())) == 2
 
 
 def test_a_run_entry_is_read_back_with_this_workspaces_paths(tmp_path):

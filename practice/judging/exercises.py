@@ -57,6 +57,9 @@ the verdict shows. The convention for test.py:
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -130,19 +133,38 @@ class Exercise:
         zh, en, shared = split_statement(self.body)
         return ((en if lang == "en" else zh) + ("\n\n" + shared if shared else "")).strip() + "\n"
 
-    def test_functions(self) -> list[str]:
+    def test_functions(self, cache: Path | None = None) -> list[str]:
         """Names of the module-level test functions in test.py (``test*``, not fixtures), read with
-        ast, nothing imported; each is collected by pytest at least once."""
+        ast, nothing imported; each is collected by pytest at least once. Given ``cache`` (a folder), the
+        names are kept there by the test file's content (parsing takes longer than reading them back)."""
+        source = self.file("test.py").read_bytes()
+        stored = Path(cache, hashlib.sha256(source).hexdigest() + ".names.json") if cache else None
+        if stored is not None:
+            try:
+                names = json.loads(stored.read_text(encoding="utf-8"))
+                if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                    return names
+            except (OSError, ValueError):
+                pass
         with _PARSING:   # CPython 3.11.7's ast.parse is not thread-safe (``judge.py check`` judges two at a time)
-            tree = ast.parse(self.file("test.py").read_text(encoding="utf-8"))
+            tree = ast.parse(source.decode("utf-8"))
 
         def is_fixture(decorator: ast.expr) -> bool:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             return (getattr(target, "attr", None) or getattr(target, "id", None)) == "fixture"
 
-        return [node.name for node in tree.body
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
-                and not any(is_fixture(d) for d in node.decorator_list)]
+        names = [node.name for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+                 and not any(is_fixture(d) for d in node.decorator_list)]
+        if stored is not None:
+            try:
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                partial = stored.with_suffix(f".{os.getpid()}")
+                partial.write_text(json.dumps(names), encoding="utf-8")
+                os.replace(partial, stored)
+            except OSError:   # a read-only cache: parse again next time
+                pass
+        return names
 
     def hints(self) -> list[dict]:
         """The hints of hints.md in order, each ``{"zh": markdown, "en": markdown}``; [] without the file.

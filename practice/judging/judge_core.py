@@ -91,6 +91,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import linecache
 import marshal
 import operator
 import os
@@ -208,19 +209,25 @@ def _library_path(filename: str) -> str:
     return os.path.relpath(path, max(roots, key=len)) if roots else os.path.basename(path)
 
 
+def _tb_frames(excinfo_tb) -> list[tuple[str, int, str]]:
+    """``(filename, line number, function name)`` of each frame of a traceback, outermost first. Cheaper than
+    ``traceback.extract_tb``, which also reads every frame's source and column positions."""
+    return [(frame.f_code.co_filename, lineno, frame.f_code.co_name) for frame, lineno in traceback.walk_tb(excinfo_tb)]
+
+
 def _frames(excinfo_tb, run_dir: str, learner_dir: str = "", library: bool = False) -> str:
     """The traceback frames in test.py, submission.py and the learner's other files, with their source;
     with ``library``, also the innermost frame when a library raised."""
     entries: list[list] = []   # [text, repeats]; identical consecutive frames (recursion) folded
-    frames = traceback.extract_tb(excinfo_tb)
-    for frame in frames:
-        owner = _owner(frame.filename, run_dir, learner_dir)
-        if owner == "library" and not (library and frame is frames[-1] and os.path.isfile(frame.filename)):
+    frames = _tb_frames(excinfo_tb)
+    for i, (filename, lineno, function) in enumerate(frames):
+        owner = _owner(filename, run_dir, learner_dir)
+        if owner == "library" and not (library and i == len(frames) - 1 and os.path.isfile(filename)):
             continue
-        name = os.path.basename(frame.filename) if owner in ("test", "submission") else \
-            os.path.realpath(frame.filename) if owner == "learner" else _library_path(frame.filename)
-        text = f"{name}:{frame.lineno} in {frame.name}"
-        text += f"\n    {frame.line}" if frame.line else ""
+        name = os.path.basename(filename) if owner in ("test", "submission") else \
+            os.path.realpath(filename) if owner == "learner" else _library_path(filename)
+        line = linecache.getline(filename, lineno).strip()
+        text = f"{name}:{lineno} in {function}" + (f"\n    {line}" if line else "")
         if entries and entries[-1][0] == text:
             entries[-1][1] += 1
         else:
@@ -231,7 +238,7 @@ def _frames(excinfo_tb, run_dir: str, learner_dir: str = "", library: bool = Fal
 
 def _raised_in(excinfo_tb, run_dir: str, learner_dir: str) -> str:
     """ "yours", "test" or "library" (see the verdict schema); "" without frames of this run."""
-    owners = [_owner(frame.filename, run_dir, learner_dir) for frame in traceback.extract_tb(excinfo_tb)]
+    owners = [_owner(filename, run_dir, learner_dir) for filename, _, _ in _tb_frames(excinfo_tb)]
     own = [o for o in owners if o != "library"]
     if not own:
         return ""
@@ -452,6 +459,9 @@ class _Collector:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
+        # pytest's own rendering of a failure (its "longrepr": every frame with source) is never shown; the
+        # verdict is built below. The exception's one line is report enough, and a failing run is judged faster.
+        item.repr_failure = item._repr_failure_py = _exception_line
         report = yield
         test = self.current
         test["duration"] = round(test["duration"] + call.duration, 4)
@@ -505,6 +515,11 @@ class _Collector:
 
     def pytest_keyboard_interrupt(self, excinfo):
         self.interrupted = True
+
+
+def _exception_line(excinfo, style=None) -> str:
+    """Stands in for pytest's rendering of a failed test (Item.repr_failure / _repr_failure_py)."""
+    return excinfo.exconly()
 
 
 def _import_submission() -> BaseException | None:

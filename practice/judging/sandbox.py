@@ -162,6 +162,74 @@ def child_env(exercises: list[Exercise] = ()) -> dict:
     return env
 
 
+class _ForkedChild:
+    """A child forked from the judge that calls ``entry(*args)`` with what ``python -m module *args`` would
+    have: its own session, stdin/stdout/stderr on pipes, the working folder ``cwd`` and the environment
+    ``env`` (as os.environ), bytecode writing off, ``module`` as ``__main__`` (for multiprocessing's spawn).
+    It skips starting a second interpreter and importing pytest again (about half of judging a pure-Python
+    exercise). Only the part of :class:`subprocess.Popen` that :func:`run_child` uses."""
+
+    @staticmethod
+    def safe() -> bool:
+        """Forking without exec is safe only from a single-threaded process, and os.fork exists on POSIX only."""
+        import threading
+
+        return hasattr(os, "fork") and threading.active_count() == 1
+
+    def __init__(self, entry: Callable[..., None], args: list[str], module: str, cwd: str, env: dict) -> None:
+        pipes = [os.pipe() for _ in range(3)]   # stdin, stdout, stderr: (read end, write end)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()   # else what this process buffered would be written twice
+        pid = os.fork()
+        if pid == 0:   # the child: never returns into the judge's code
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)   # as a new interpreter has them
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                os.setsid()
+                os.chdir(cwd)
+                for fd, (read, write) in enumerate(pipes):
+                    os.dup2(read if fd == 0 else write, fd)
+                for read, write in pipes:
+                    os.close(read)
+                    os.close(write)
+                os.environ.clear()
+                os.environ.update(env)
+                sys.stdin = open(0, encoding="utf-8", closefd=False)
+                sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+                sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+                sys.dont_write_bytecode = True
+                sys.modules["__main__"] = sys.modules[module]
+                sys.argv = [sys.modules[module].__file__, *args]
+                entry(*args)
+            except BaseException:  # noqa: BLE001 - report it like a child interpreter would, then exit
+                import traceback
+
+                traceback.print_exc()
+                sys.stderr.flush()
+            os._exit(1)
+        self.pid, self.returncode, self.started = pid, None, _start_ticks(pid)
+        for fd, (read, write) in enumerate(pipes):
+            os.close(read if fd == 0 else write)
+        self.stdin = open(pipes[0][1], "wb", buffering=0)
+        self.stdout = open(pipes[1][0], "rb", buffering=0)
+        self.stderr = open(pipes[2][0], "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
 def _kill_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -188,11 +256,14 @@ def _progress_lines(pending: bytearray, err: bytearray, on_progress: Callable[[s
 
 
 def run_child(module: str, args: list[str], env: dict, budget: float, memory_mb: int,
-              on_progress: Callable[[str], None] = lambda text: None) -> dict:
+              on_progress: Callable[[str], None] = lambda text: None,
+              entry: Callable[..., None] | None = None) -> dict:
     """Run ``python -m module RESULT_FILE MEMORY_MB *args`` isolated (see the module docstring; practice/ is
     put on the child's PYTHONPATH so that this package imports) for at most ``budget`` seconds; the
     module's main starts with :func:`child_prologue` and reports with :func:`write_result`
     (and may report how far it got with :func:`progress`, passed on to ``on_progress``).
+    Given ``entry`` (the module's main function), the child is forked from this process and calls it
+    instead of starting a new interpreter, when that is safe (see :class:`_ForkedChild`).
     Returns what came back: the results written in time, why it stopped, its exit code and its output."""
     if os.name == "nt":
         raise UnsupportedPlatform("本地评测需要 Linux 或 macOS（Windows 上请用 WSL），纯 Python 的练习也可以在网页里做。",
@@ -206,8 +277,11 @@ def run_child(module: str, args: list[str], env: dict, budget: float, memory_mb:
         cmd = [sys.executable, "-m", module, result_file, str(memory_mb), *args]
         path = os.pathsep.join(p for p in (str(PRACTICE_DIR), env.get("PYTHONPATH")) if p)
         env = {**env, RUN_MARKER: run_id, "PYTHONPATH": path}
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=tmp, env=env, start_new_session=True)
+        if entry is not None and _ForkedChild.safe():
+            proc = _ForkedChild(entry, cmd[3:], module, tmp, env)
+        else:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=tmp, env=env, start_new_session=True)
         out, err, pending, total, reason, reported_in_time = bytearray(), bytearray(), bytearray(), 0, None, False
         selector = selectors.DefaultSelector()
         try:
@@ -248,7 +322,7 @@ def run_child(module: str, args: list[str], env: dict, budget: float, memory_mb:
         finally:   # also on Ctrl+C in the judge: nothing the submission started outlives it
             _kill_group(proc.pid, signal.SIGKILL)       # the child and everything it started
             proc.wait()
-            _kill_strays(run_id)                        # and what left the group (setsid, daemons)
+            _kill_strays(run_id, getattr(proc, "started", None))   # and what left the group (setsid, daemons)
         for key in list(selector.get_map().values()):   # what is left in the pipes, without blocking
             os.set_blocking(key.fd, False)
             try:
@@ -296,8 +370,13 @@ def _judge_child(jobs: list[tuple[Exercise, Path]], timeout: float, memory_mb: i
     pairs = [[str(exercise.file("test.py")), str(Path(file).resolve())] for exercise, file in jobs]
     last = {"test": ""}   # the test that started last ("test NAME" progress lines, one as each test starts)
     env = child_env([e for e, _ in jobs])
+    entry = None
+    if all(exercise.pure_python for exercise, _ in jobs):   # pure Python: fork, with pytest imported here once
+        from . import judge_core  # noqa: F401 - imported for the forked child
+
+        entry = child_main
     run = run_child(__name__, [json.dumps(pairs), str(cache_folder("tests"))], env, timeout * len(jobs), memory_mb,
-                    lambda line: last.update(test=line[len("test "):]))
+                    lambda line: last.update(test=line[len("test "):]), entry)
     run.update(running=last["test"], triton_interpreter=env.get("TRITON_INTERPRET") == "1"
                and any("triton" in exercise.requires for exercise, _ in jobs))
     return run
@@ -348,7 +427,7 @@ def _implausible(verdict: dict, exercise: Exercise) -> str:
     if not outcomes.count("passed") or set(outcomes) - {"passed", "skipped"} or counts.get("total") != len(tests) \
             or counts.get("passed") != outcomes.count("passed"):
         return "the per-test outcomes and counts disagree"
-    missing = set(exercise.test_functions()) - {str(t.get("name", "")).split("[")[0] for t in tests}
+    missing = set(exercise.test_functions(cache_folder("tests"))) - {str(t.get("name", "")).split("[")[0] for t in tests}
     names = sorted(missing)
     return f"tests never reported: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}" if names else ""
 
@@ -363,15 +442,35 @@ def _adopt_orphans() -> None:
             pass
 
 
-def _kill_strays(run_id: str) -> None:
-    """SIGKILL and reap this process's children that belong to judgement ``run_id`` (Linux /proc)."""
+def _stat_fields(stat: Path) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (field 3, the state, is the first)."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux /proc; None elsewhere)."""
+    try:
+        return int(_stat_fields(Path(f"/proc/{pid}/stat"))[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _kill_strays(run_id: str, since: int | None = None) -> None:
+    """SIGKILL and reap this process's children that belong to judgement ``run_id`` (Linux /proc): those
+    carrying its marker in their environment, or, given ``since`` (when a forked child started, whose
+    descendants that never exec'd have this process's environment), every child that started since then.
+    A forked child is forked from a single-threaded judge that starts nothing else while it runs, so only
+    its own descendants (orphans re-parent to this subreaper) can be children started after it."""
     marker = f"{RUN_MARKER}={run_id}".encode()
     for _ in range(20):   # a stray may fork while it is being killed
         strays = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
-                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-                if ppid == os.getpid() and marker in (stat.parent / "environ").read_bytes().split(b"\0"):
+                fields = _stat_fields(stat)
+                if int(fields[1]) != os.getpid():
+                    continue
+                if (since is not None and int(fields[19]) >= since) \
+                        or marker in (stat.parent / "environ").read_bytes().split(b"\0"):
                     strays.append(int(stat.parent.name))
             except (OSError, ValueError, IndexError):
                 continue
