@@ -5,9 +5,9 @@
 Both sides run one process, the same tiny random Llama (``mini_platform.model.tiny``: 2 layers,
 hidden 64, vocab 257, max context 512), fp32, greedy decoding, EOS ignored, ``--threads`` torch
 threads (1 by default). The generated tokens are checked equal, token for token, before any figure
-is printed; a mismatch exits with status 1. Our decode attention is the numba-compiled kernel of
-``mini_platform/ops/cpu/compiled.py`` when numba is installed (``MINI_PLATFORM_CPU_COMPILED=0`` runs the
-torch one); the ``model:`` line says which ran.
+is printed; a mismatch exits with status 1. Our decode attention, rotary embedding, RMSNorm and KV cache write are
+the numba-compiled kernels of ``mini_platform/ops/cpu/compiled.py`` when numba is installed
+(``MINI_PLATFORM_CPU_COMPILED=0`` runs the torch ones); the ``model:`` line says which ran.
 
 Two workloads, prompts of 8..64 random tokens from ``random.Random(0)``:
 
@@ -117,8 +117,8 @@ def main() -> int:
         llm = LLM(path, max_num_seqs=64, enable_prefix_caching=False)
         print(f"machine: {hostinfo.describe()}, torch {torch.__version__}, transformers {tf.__version__}, "
               f"{torch.get_num_threads()} thread(s)")
-        print(f"model: tiny random Llama (2 layers, hidden 64, vocab 257), fp32, greedy, cpu backend (decode "
-              f"attention: {compiled.describe()}); transformers attention: {hf_model.config._attn_implementation}")
+        print(f"model: tiny random Llama (2 layers, hidden 64, vocab 257), fp32, greedy, cpu backend (kernels: "
+              f"{compiled.describe()}); transformers attention: {hf_model.config._attn_implementation}")
         fixed = make_prompts(16, seed=0)
         ok = compare("fixed", llm, hf_model, fixed, [64] * len(fixed), args.repeat)
         rng = random.Random(1)

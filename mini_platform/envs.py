@@ -6,7 +6,7 @@
 | ``MINI_PLATFORM_TARGET_DEVICE`` | ``cpu`` short-circuits resolution to the CPU platform, GPU or not (a runtime stand-in for a CPU build of vLLM, made with ``VLLM_TARGET_DEVICE=cpu`` at install time); ``cuda`` or unset resolves as usual; anything else is an error |
 | ``MINI_PLATFORM_PLUGINS`` | comma-separated allow-list of plugin names; unset loads all, empty loads none (vLLM's ``VLLM_PLUGINS``) |
 | ``MINI_PLATFORM_KERNEL_BACKEND`` | force a kernel backend (``cpu``, ``triton``, ``npu``) whatever the platform |
-| ``MINI_PLATFORM_CPU_COMPILED`` | ``0`` runs the ``cpu`` backend's decode attention in torch even when numba is installed (default ``1``: the compiled kernel of ``ops/cpu/compiled.py``) |
+| ``MINI_PLATFORM_CPU_COMPILED`` | ``0`` runs every kernel of the ``cpu`` backend in torch even when numba is installed (default ``1``: fp32 decode attention, rotary embedding, RMSNorm and the KV cache write run the compiled kernels of ``ops/cpu/compiled.py``) |
 | ``MINI_PLATFORM_CPU_SHM_ALLREDUCE`` | ``0`` sends every CPU all-reduce through gloo (default ``1``: messages up to 1 MiB go through the shared-memory all-reduce of ``distributed/shm_allreduce.py`` while not capturing a graph) |
 | ``MINI_PLATFORM_SHM_BROADCAST`` | ``0`` sends each step's inputs to the tensor-parallel workers down their pipes, pickled per worker (default ``1``: once, through the shared-memory ring of ``distributed/shm_broadcast.py``) |
 | ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
@@ -88,8 +88,8 @@ def cpu_compiled(env: Mapping[str, str] | None = None) -> bool:
     """False when ``MINI_PLATFORM_CPU_COMPILED`` is ``0``, True when it is ``1`` or unset; anything else is an error."""
     value = _env(env).get(CPU_COMPILED, "").strip() or "1"
     if value not in ("0", "1"):
-        raise ValueError(f"{CPU_COMPILED}={value!r} is not understood: 1 (or unset) uses the compiled CPU decode "
-                         "attention when numba is installed, 0 runs it in torch")
+        raise ValueError(f"{CPU_COMPILED}={value!r} is not understood: 1 (or unset) uses the compiled CPU kernels "
+                         "when numba is installed, 0 runs them in torch")
     return value == "1"
 
 

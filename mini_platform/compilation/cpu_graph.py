@@ -1,7 +1,8 @@
 """The CPU platform's static graph wrapper: one :class:`mini_platform.ops.graph.Graph` per capture size.
 
-Only the ``cpu`` kernel backend can be captured this way: its kernels are plain torch, so the
-recorder sees every operation (the Triton interpreter and the torch_npu emulation are not).
+Only the ``cpu`` kernel backend can be captured this way: its kernels are plain torch (its numba kernels step
+aside while a graph captures), so the recorder sees every operation (the Triton interpreter and the torch_npu
+emulation are not).
 """
 from __future__ import annotations
 

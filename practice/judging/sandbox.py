@@ -1,11 +1,12 @@
 """The isolated run of a judgement: one fresh child process per run, limited and cleaned up.
 
 ``run_isolated(exercise, file, timeout, memory_mb)`` runs ``judge_core.run_tests`` for ``file`` in a
-child process (this module, run with ``python -m``): its own session and process group (everything it starts
-is killed when it ends, times out or the judge is interrupted: SIGTERM, then SIGKILL after a short
-grace; on Linux also processes that left the group, found through the subreaper and an environment
-marker), an address-space limit, no core files, a file-size limit, stdin on /dev/null, and its
-stdout/stderr read incrementally and cut off past a cap. The verdict is read only from a JSON file
+child process (this module, run with ``python -m``; for a pure-Python exercise, forked from the judge with
+pytest already imported, which saves a second interpreter start: see :class:`_ForkedChild`): its own session
+and process group (everything it starts is killed when it ends, times out or the judge is interrupted: SIGTERM,
+then SIGKILL after a short grace; on Linux also processes that left the group, found through the subreaper and
+an environment marker or, for a forked child, their start time), an address-space limit, no core files, a
+file-size limit, stdin on /dev/null, and its stdout/stderr read incrementally and cut off past a cap. The verdict is read only from a JSON file
 the child writes after the run, stamped with a random token it received on a pipe before any
 submitted code ran; an exit code never counts, so ``sys.exit(0)``, ``os._exit(0)``, a crash or an
 endless loop cannot read as a pass, and an "accepted" that does not fit the test file (tests missing,

@@ -101,6 +101,9 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     num_slots = key_cache.shape[0] * key_cache.shape[1]
     if not slot_mapping.numel():
         return
+    if compiled.available(key, value, key_cache, value_cache) and \
+            compiled.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
+        return   # fp32 with numba: checked and written in one call
     low, high = (int(x) for x in slot_mapping.aminmax())
     if high >= num_slots:
         raise ValueError(f"slot {high} is outside the cache ({key_cache.shape[0]} blocks x {key_cache.shape[1]} slots)")

@@ -1,17 +1,25 @@
-"""The CPU decode attention compiled with numba: what the ``cpu`` backend runs when numba is installed.
+"""CPU kernels compiled with numba: what the ``cpu`` backend runs for fp32 tensors when numba is installed.
 
-The torch version (:func:`~.attention._attend_decodes`) gathers every request's K/V into a padded batch,
-then calls ``scaled_dot_product_attention``: about fifteen torch calls per layer, and three trips through
-memory for the K/V (read the cache, write the copy, read the copy). On a CPU running a small model both
-costs dominate a decode step. This kernel walks each request's block table and reads its K/V rows straight
-from the cache, once, with no copy and no padding: one call per layer. vLLM's CPU backend reads the paged cache
-the same way, in C++: ``paged_attention_v1`` in ``csrc/cpu/attention.cpp`` (read at vLLM commit 08f1781), and
-``cpu_attention_with_kv_cache``, which ``vllm/v1/attention/backends/cpu_attn.py`` calls at commit 0035860.
+A small model on a CPU spends its decode step in per-call overhead: each torch call costs a few microseconds
+before it computes anything, and a layer's rotary embedding, RMSNorm or cache write is a dozen such calls.
+A numba kernel is one call (about a microsecond) over the numpy views of the same memory. vLLM's CPU backend has
+C++ kernels for the same reason (``csrc/cpu``: ``paged_attention_v1`` in ``attention.cpp`` read at vLLM commit
+08f1781; ``rotary_embedding`` in ``pos_encoding.cpp``, ``fused_add_rms_norm`` in ``layernorm.cpp`` and
+``reshape_and_cache`` in ``cache.cpp``; ``cpu_attention_with_kv_cache``, which ``vllm/v1/attention/backends/cpu_attn.py``
+calls at commit 0035860). The torch functions of this package stay the specification; these follow them:
 
-The result equals the torch version up to float rounding (the kernel may reorder sums, ``fastmath`` reassoc).
-It reads only slots below each request's length, so unwritten slots and unused block-table columns are never
-touched. Without numba, or for dtypes other than fp32 (the kernel is compiled for fp32 only), the torch version
-runs; set ``MINI_PLATFORM_CPU_COMPILED=0`` to run the torch version anyway. :func:`describe` says which runs.
+- :func:`paged_decode_attention`: the torch version (:func:`~.attention._attend_decodes`) gathers every request's
+  K/V into a padded batch (fifteen torch calls, three trips through memory); this kernel walks each block table
+  and reads the K/V rows straight from the cache, once. Equal up to float rounding (``fastmath`` reassoc).
+- :func:`rotary_embedding`: the same products and sums in the same order as the torch version: bitwise equal.
+- :func:`rms_norm`: the residual add bitwise equal; the mean of squares summed in another order, so the result is
+  equal up to float rounding.
+- :func:`reshape_and_cache`: copies, bitwise equal; out-of-range slots found in the same pass.
+
+Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
+only where :func:`available` says so: fp32 CPU tensors, numba installed, ``MINI_PLATFORM_CPU_COMPILED`` not ``0``,
+and neither a CPU graph capture nor a ``torch.compile`` trace in progress (neither can see inside a numba call;
+both then get the torch version). :func:`describe` says which runs.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ import numpy as np
 import torch
 
 from ... import envs
+from ..graph import is_capturing
 
 
 def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
@@ -83,33 +92,95 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     return -1
 
 
-@functools.lru_cache(maxsize=1)
-def _kernel():
-    """:func:`decode_kernel` jitted, or None without numba. Compiled at the first call (about 3 s) and cached on
-    disk beside this file when that is writable, so later processes load it in under a second."""
+def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style, query_out, key_out):
+    """Rotate each head of ``query``/``key`` ``[T, n*head_size]`` by the angles of its row's position, into
+    ``*_out``; the first ``rot_dim`` (the cache's width) dims rotate, the rest pass through. Returns the first row
+    whose position is not a row of ``cos_sin_cache`` (then the outputs are unset), or -1."""
+    num_rows, rot_dim = cos_sin_cache.shape[0], cos_sin_cache.shape[1]
+    half = rot_dim // 2
+    for t in range(positions.shape[0]):
+        if not 0 <= positions[t] < num_rows:
+            return t
+    for x, out in ((query, query_out), (key, key_out)):
+        for t in range(x.shape[0]):
+            p = positions[t]
+            for base in range(0, x.shape[1], head_size):
+                for i in range(half):
+                    c, s = cos_sin_cache[p, i], cos_sin_cache[p, half + i]
+                    if is_neox_style:   # dim i pairs with dim i + half
+                        first, second = base + i, base + half + i
+                    else:               # dim 2i pairs with dim 2i + 1
+                        first, second = base + 2 * i, base + 2 * i + 1
+                    x1, x2 = x[t, first], x[t, second]
+                    out[t, first] = x1 * c - x2 * s
+                    out[t, second] = x2 * c + x1 * s
+                for d in range(base + rot_dim, base + head_size):
+                    out[t, d] = x[t, d]
+    return -1
+
+
+def rms_norm_kernel(x, residual, weight, eps, out, summed):
+    """Rows of ``x`` ``[T, H]`` plus ``residual`` (when it has rows; the sum written to ``summed``), then
+    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32."""
+    width = x.shape[1]
+    for t in range(x.shape[0]):
+        total = np.float32(0.0)
+        for d in range(width):
+            value = x[t, d] + residual[t, d] if residual.shape[0] else x[t, d]
+            summed[t, d] = value
+            total += value * value
+        scale = np.float32(1.0) / np.sqrt(total / np.float32(width) + np.float32(eps))
+        for d in range(width):
+            out[t, d] = summed[t, d] * scale * weight[d]
+
+
+def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
+    """Row ``t`` of ``key``/``value`` ``[T, W]`` to row ``slots[t]`` of the caches ``[num_slots, W]``; slots below 0
+    are skipped. Returns the first row whose slot is past the cache (nothing is written then), or -1."""
+    for t in range(slots.shape[0]):
+        if slots[t] >= key_cache.shape[0]:
+            return t
+    for t in range(slots.shape[0]):
+        slot = slots[t]
+        if slot >= 0:
+            key_cache[slot, :] = key[t, :]
+            value_cache[slot, :] = value[t, :]
+    return -1
+
+
+_KERNELS = {"decode": (decode_kernel, {"reassoc", "contract"}), "rotary": (rotary_kernel, False),
+            "rms_norm": (rms_norm_kernel, {"reassoc"}), "reshape_and_cache": (reshape_and_cache_kernel, False)}
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str = "decode"):
+    """The kernel ``name`` of ``_KERNELS`` jitted, or None without numba. Compiled at its first call (seconds) and
+    cached on disk beside this file when that is writable, so later processes load it in a fraction of that."""
     try:
         import numba
     except ImportError:
         return None
-    options = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+    function, fastmath = _KERNELS[name]
+    options = dict(nogil=True, fastmath=fastmath, error_model="numpy")
     try:
-        return numba.njit(cache=True, **options)(decode_kernel)
+        return numba.njit(cache=True, **options)(function)
     except RuntimeError:  # no writable place to cache it (a read-only install): compile in every process
-        return numba.njit(**options)(decode_kernel)
+        return numba.njit(**options)(function)
 
 
 def available(*tensors: torch.Tensor) -> bool:
-    """Whether :func:`paged_decode_attention` runs these inputs (the query and both caches): fp32 CPU tensors, no
-    autograd, numba installed, and ``MINI_PLATFORM_CPU_COMPILED`` not ``0``."""
-    if not envs.cpu_compiled():
+    """Whether the compiled kernels run these inputs: fp32 CPU tensors, no autograd, numba installed,
+    ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph capture or ``torch.compile`` trace in progress."""
+    if torch.compiler.is_compiling() or is_capturing() or not envs.cpu_compiled():
         return False
-    if any(t.dtype != torch.float32 or t.device.type != "cpu" or t.requires_grad for t in tensors):
-        return False
+    for t in tensors:
+        if t.dtype is not torch.float32 or not t.is_cpu or t.requires_grad:
+            return False
     return _kernel() is not None
 
 
 def describe() -> str:
-    """Which decode attention the ``cpu`` backend runs for fp32 models, in words (benchmarks print it)."""
+    """Which kernels the ``cpu`` backend runs for fp32 models, in words (benchmarks print it)."""
     if not envs.cpu_compiled():
         return f"torch ({envs.CPU_COMPILED}=0)"
     if _kernel() is None:
@@ -118,18 +189,70 @@ def describe() -> str:
     return f"compiled with numba {numba.__version__}"
 
 
+def _array(t: torch.Tensor) -> np.ndarray:
+    """The numpy view of a CPU tensor's memory (of a contiguous copy when it is not contiguous)."""
+    return (t if t.is_contiguous() else t.contiguous()).numpy()
+
+
+# The wrappers below work on numpy views and return tensors made with torch.from_numpy: a torch view or reshape
+# costs microseconds, as much as the kernel itself on a small model.
+
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per request, ``[B, nh, hd]`` -> ``[B, nh, hd]``, over each request's first ``seq_lens[b]``
     cached tokens. Needs :func:`available`; shapes are checked by the caller, lengths and block ids here."""
-    out = torch.empty(query.shape, dtype=torch.float32)
-    tables = block_tables.to(torch.int32).contiguous()
-    bad = _kernel()(query.contiguous().numpy(), key_cache.contiguous().numpy(), value_cache.contiguous().numpy(),
-                    tables.numpy(), seq_lens.to(torch.int32).contiguous().numpy(), np.float32(scale), out.numpy())
+    out = np.empty(tuple(query.shape), dtype=np.float32)
+    tables = block_tables.to(torch.int32)
+    bad = _kernel("decode")(_array(query), _array(key_cache), _array(value_cache), _array(tables),
+                            _array(seq_lens.to(torch.int32)), np.float32(scale), out)
     if bad >= 0:
         length, capacity = int(seq_lens[bad]), tables.shape[1] * key_cache.shape[1]
         if not 1 <= length <= capacity:
             raise ValueError(f"request {bad}: seq_len {length} is not within 1 .. max_blocks * block_size ({capacity})")
         raise ValueError(f"request {bad}: its block table row {tables[bad].tolist()} holds an entry that is not a "
                          f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {length} tokens use")
-    return out
+    return torch.from_numpy(out)
+
+
+def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
+                     cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`~.rotary.rotary_embedding` compiled (needs :func:`available` for query, key and the cache; the caller
+    checks the shapes). IndexError for a position past the cache, as ``index_select`` raises it there."""
+    q, k = _array(query), _array(key)
+    q_out, k_out = np.empty_like(q), np.empty_like(k)
+    bad = _kernel("rotary")(_array(positions), q, k, _array(cos_sin_cache), head_size, is_neox_style, q_out, k_out)
+    if bad >= 0:
+        raise IndexError(f"position {int(positions[bad])} (row {bad}) is not a row of the cos/sin cache "
+                         f"({cos_sin_cache.shape[0]} positions)")
+    return torch.from_numpy(q_out), torch.from_numpy(k_out)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
+             residual: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """:func:`~.layernorm.rms_norm`, or with ``residual`` :func:`~.layernorm.fused_add_rms_norm`, compiled (needs
+    :func:`available`; the caller checks the shapes)."""
+    rows = _array(x)
+    out, summed = np.empty_like(rows), np.empty_like(rows)
+    width = rows.shape[-1]
+    extra = _array(residual).reshape(-1, width) if residual is not None else rows.reshape(-1, width)[:0]
+    _kernel("rms_norm")(rows.reshape(-1, width), extra, _array(weight), eps, out.reshape(-1, width),
+                        summed.reshape(-1, width))
+    if residual is None:
+        return torch.from_numpy(out)
+    return torch.from_numpy(out), torch.from_numpy(summed)
+
+
+def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                      slot_mapping: torch.Tensor) -> bool:
+    """:func:`~.attention.reshape_and_cache` compiled, when the caches can be written through numpy views (contiguous)
+    and :func:`available`; returns False, having written nothing, when not. The caller checks the shapes."""
+    if not (key_cache.is_contiguous() and value_cache.is_contiguous()):
+        return False
+    num_slots, width = key_cache.shape[0] * key_cache.shape[1], key_cache.shape[2] * key_cache.shape[3]
+    bad = _kernel("reshape_and_cache")(_array(key).reshape(-1, width), _array(value).reshape(-1, width),
+                                       key_cache.numpy().reshape(num_slots, width),
+                                       value_cache.numpy().reshape(num_slots, width), _array(slot_mapping))
+    if bad >= 0:
+        raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
+                         f"{key_cache.shape[1]} slots)")
+    return True

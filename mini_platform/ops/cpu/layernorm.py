@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from . import compiled
+
 
 def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None = None) -> None:
     """Validate the shapes every backend relies on: weight ``[H]`` for x ``[..., H]``, residual shaped like x."""
@@ -15,6 +17,8 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tenso
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x * rsqrt(mean(x**2, -1) + eps) * weight`` over the last dim, in fp32, returned in x's dtype."""
     check_norm_args(x, weight)
+    if compiled.available(x, weight):   # fp32 with numba: one call instead of torch's several
+        return compiled.rms_norm(x, weight, eps)
     # torch's rms_norm is exactly this formula, computed in fp32 and returned in x's dtype (one call instead of
     # five small ones). With mixed dtypes it computes the same but warns, so those are converted here first.
     if weight.dtype != x.dtype:
@@ -26,6 +30,8 @@ def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Te
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """``residual = x + residual`` (rounded to x's dtype), then ``(rms_norm(residual), residual)``."""
     check_norm_args(x, weight, residual)
+    if compiled.available(x, residual, weight):
+        return compiled.rms_norm(x, weight, eps, residual)
     # Same dtypes: torch adds in fp32 and rounds once, as the conversions would.
     summed = x + residual if x.dtype == residual.dtype else (x.float() + residual.float()).to(x.dtype)
     return rms_norm(summed, weight, eps), summed

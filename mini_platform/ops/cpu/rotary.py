@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from . import compiled
+
 
 def check_rotary_args(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                       cos_sin_cache: torch.Tensor) -> int:
@@ -43,6 +45,8 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
     check_rotary_args(positions, query, key, head_size, cos_sin_cache)
+    if compiled.available(query, key, cos_sin_cache):   # fp32 with numba: the same arithmetic in one call
+        return compiled.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style)
     cos, sin = cos_sin_cache.index_select(0, positions).float().chunk(2, dim=-1)
     # Query and key side by side: one rotation instead of two.
     both = _rotate(torch.cat((query.float(), key.float()), dim=-1), cos, sin, head_size, is_neox_style)
