@@ -2,11 +2,12 @@
 
 A small model on a CPU spends its decode step in per-call overhead: each torch call costs a few microseconds
 before it computes anything, and a layer's rotary embedding, RMSNorm or cache write is a dozen such calls.
-A numba kernel is one call (about a microsecond) over the numpy views of the same memory. vLLM's CPU backend has
-C++ kernels for the same reason (``csrc/cpu``: ``paged_attention_v1`` in ``attention.cpp`` read at vLLM commit
-08f1781; ``rotary_embedding`` in ``pos_encoding.cpp``, ``fused_add_rms_norm`` in ``layernorm.cpp`` and
-``reshape_and_cache`` in ``cache.cpp``; ``cpu_attention_with_kv_cache``, which ``vllm/v1/attention/backends/cpu_attn.py``
-calls at commit 0035860). The torch functions of this package stay the specification; these follow them:
+A numba kernel is one call (about a microsecond) over the numpy views of the same memory. vLLM's CPU backend runs
+C++ kernels for these operations (``csrc/cpu``: ``paged_attention_v1`` in ``attention.cpp`` read at vLLM commit
+08f1781; ``rotary_embedding`` in ``pos_encoding.cpp`` at 282a703, ``fused_add_rms_norm`` in ``layernorm.cpp`` at
+6d33657 and ``reshape_and_cache`` in ``cache.cpp`` at 31e15b8; ``cpu_attention_with_kv_cache``, which
+``vllm/v1/attention/backends/cpu_attn.py`` calls at commit 0035860). The torch functions of this package stay the
+specification; these follow them:
 
 - :func:`paged_decode_attention`: the torch version (:func:`~.attention._attend_decodes`) gathers every request's
   K/V into a padded batch (fifteen torch calls, three trips through memory); this kernel walks each block table
