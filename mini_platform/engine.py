@@ -80,9 +80,11 @@ class EngineConfig:
             if self.enforce_eager:
                 raise ValueError(f"enforce_eager=True contradicts compilation_config cudagraph_mode="
                                  f"{self.compilation_config.cudagraph_mode}; drop one of them")
-            if piecewise and self.tensor_parallel_size > 1:
+            if piecewise and self.enable_expert_parallel:  # its token exchange is no custom op (data-dependent sizes)
                 raise ValueError(f"compilation_config cudagraph_mode={self.compilation_config.cudagraph_mode} is not "
-                                 "supported with tensor_parallel_size > 1 yet; use FULL_DECODE_ONLY or NONE")
+                                 "supported with enable_expert_parallel=True: the expert-parallel token exchange "
+                                 "sends data-dependent row counts, which TorchDynamo cannot trace in one graph; use "
+                                 "FULL_DECODE_ONLY or NONE, or tensor parallelism without expert parallelism")
         if self.cudagraph_capture_sizes is not None and piecewise:  # token counts: prefill and mixed steps use them
             self.cudagraph_capture_sizes = graph_sizes.capture_size_schedule(
                 self.max_num_batched_tokens, self.max_num_seqs, self.cudagraph_capture_sizes)
@@ -249,7 +251,8 @@ class LLMEngine:
                 config.model, config.tensor_parallel_size, dtype, num_blocks, config.block_size, config.backend,
                 config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
                 config.enable_expert_parallel, config.moe_comm, enforce_eager=config.enforce_eager,
-                capture_sizes=None if sizes is None else tuple(sizes), emulated_torch_npu=emulation.is_installed()))
+                capture_sizes=None if sizes is None else tuple(sizes), compilation_config=config.compilation_config,
+                emulated_torch_npu=emulation.is_installed()))
         self.logits_device = self.model.device if self.model is not None else torch.device("cpu")
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, self.max_model_len,
@@ -403,8 +406,8 @@ class LLMEngine:
 
 
 def _mode_stats(g: Any) -> dict[str, Any]:
-    """The graph modes' part of stats(): the mode run, the split, graphs captured and steps run per runtime mode (a
-    tensor-parallel executor's GraphStats has the defaults: full decode graphs only)."""
+    """The graph modes' part of stats(): the mode run, the split, graphs captured and steps run per runtime mode (under
+    tensor parallelism, what the workers captured, the same on every rank, and the steps the driver sent them)."""
     graphs = bool(g.capture_sizes or g.piecewise_capture_sizes)
     return {"cudagraph_mode": g.cudagraph_mode if graphs else "NONE", "piecewise_capture_sizes": g.piecewise_capture_sizes,
             "num_pieces": g.num_pieces, "splitting_ops": g.splitting_ops, "graphs_captured": dict(g.graphs_captured),

@@ -81,10 +81,22 @@ class GraphStats:
 def decode_graph_size(batch: SchedulerOutput, capture_sizes: Sequence[int]) -> int | None:
     """The capture size (ascending ``capture_sizes``) a step replays, by ``capture_sizes.dispatch_graph``: a
     decode-only step padded up to the next size, or None (a prefill or mixed step, one larger than every graph,
-    or no graphs): run it eagerly. The model runner and the tensor-parallel executor both ask it."""
+    or no graphs): run it eagerly (:func:`dispatch_step` asks it for every step without piecewise graphs)."""
     if not capture_sizes:
         return None
     return graph_sizes.dispatch_graph([s.num_new_tokens for s in batch.scheduled], list(capture_sizes))
+
+
+def dispatch_step(batch: SchedulerOutput, stats: GraphStats, max_num_seqs: int) -> tuple[str, int | None]:
+    """The step's runtime mode and padded size for the graphs ``stats`` says were captured: ``("FULL", requests)``,
+    ``("PIECEWISE", tokens)`` or ``("NONE", None)``. Full decode graphs alone (FULL_DECODE_ONLY) ask
+    :func:`decode_graph_size`; with piecewise graphs ``capture_sizes.dispatch_cudagraph`` decides (both looked up when
+    called). The model runner and the tensor-parallel executor (for every rank at once) both ask it."""
+    if not stats.piecewise_capture_sizes:
+        size = decode_graph_size(batch, stats.capture_sizes)
+        return ("NONE", None) if size is None else ("FULL", size)
+    return graph_sizes.dispatch_cudagraph([s.num_new_tokens for s in batch.scheduled], stats.cudagraph_mode,
+                                          stats.piecewise_capture_sizes, max_num_seqs)
 
 
 @dataclass
@@ -252,18 +264,8 @@ class ModelRunner:
         return self.piecewise.run(self.buffers.input_ids[:size], self.buffers.positions[:size], context)
 
     def dispatch(self, batch: SchedulerOutput) -> tuple[str, int | None]:
-        """The step's runtime mode and padded size: ``("FULL", requests)``, ``("PIECEWISE", tokens)`` or
-        ``("NONE", None)``. Full decode graphs alone (FULL_DECODE_ONLY) ask :meth:`graph_size`; with piecewise graphs
-        ``capture_sizes.dispatch_cudagraph`` decides (both looked up when called)."""
-        if self.piecewise is None:
-            size = self.graph_size(batch)
-            return ("NONE", None) if size is None else ("FULL", size)
-        return graph_sizes.dispatch_cudagraph([s.num_new_tokens for s in batch.scheduled], self.cudagraph_mode,
-                                              self.piecewise_sizes, self.max_num_seqs)
-
-    def graph_size(self, batch: SchedulerOutput) -> int | None:
-        """The capture size this step replays (decode-only and small enough), or None: run it eagerly."""
-        return decode_graph_size(batch, self.capture_sizes if self.graphs is not None else ())
+        """The step's runtime mode and padded size (:func:`dispatch_step`)."""
+        return dispatch_step(batch, self.graph_stats, self.max_num_seqs)
 
     def prepare(self, step: StepInput,
                 pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:

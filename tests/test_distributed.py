@@ -163,10 +163,34 @@ def _collectives_worker(rank: int, world: int, port: int) -> None:
         assert torch.equal(got, torch.tensor(want)), (rank, got)
         b = torch.full((3,), float(rank + 7))
         assert torch.equal(tp.broadcast(b, src=1), torch.full((3,), 8.0))
+        _check_collective_custom_ops(tp, x)
         _check_expert_parallel_exchange(ep)
     finally:
         parallel_state.destroy_model_parallel()
         dist.destroy_process_group()
+
+
+def _check_collective_custom_ops(tp, x: torch.Tensor) -> None:
+    """The custom ops a compiled model's pieces call, directly and inside a CPU graph: every replay sums that
+    replay's values with the peer's (the op is one node that runs the communicator again), replay after replay."""
+    from mini_platform.ops import graph as cpu_graph
+    rank = tp.rank_in_group
+    y = x.clone()
+    torch.ops.mini_platform.all_reduce_(y, tp.unique_name)
+    assert torch.equal(y, 2 * torch.arange(6.0).view(2, 3) + 10)
+    gathered = torch.ops.mini_platform.all_gather(x, 1, tp.world_size, tp.unique_name)
+    assert torch.equal(gathered, torch.cat([x - 10 * rank, x - 10 * rank + 10], 1))
+    buf, piece = torch.zeros(4), cpu_graph.Graph()
+    with torch.inference_mode(), cpu_graph.graph(piece):
+        summed = buf * 2
+        torch.ops.mini_platform.all_reduce_(summed, tp.unique_name)
+        out = summed + 1
+    assert [str(n.func) for n in piece.nodes] == ["aten.mul.Tensor", "mini_platform.all_reduce_.default",
+                                                  "aten.add.Tensor"]
+    for step in (1, 2, 3):
+        buf.copy_(torch.arange(4.0) * step + rank)       # rank r: step * i + r
+        piece.replay()
+        assert torch.equal(out, 4 * torch.arange(4.0) * step + 3), (rank, step, out)  # 2 * (sum over ranks) + 1
 
 
 def _check_expert_parallel_exchange(ep) -> None:
@@ -423,7 +447,7 @@ def test_an_interrupted_step_stops_the_workers_for_good(monkeypatch):
     executor = MultiprocExecutor.__new__(MultiprocExecutor)
     from types import SimpleNamespace
     executor.error, closed = None, []
-    executor.conns, executor.graph_stats = [], GraphStats([])
+    executor.conns, executor.graph_stats, executor.max_num_seqs = [], GraphStats([]), 4
     executor._finalizer = SimpleNamespace(alive=True)
     executor.close = lambda: closed.append(True)
     monkeypatch.setattr("mini_platform.executor.multiproc.step_input", lambda batch, kv: None)

@@ -1,12 +1,15 @@
 """Piecewise graphs and the cudagraph modes (chapter 7): the model compiled with torch.compile and our backend, split
 at attention (a torch.library custom op), each piece captured per size in the CPU graph, attention eager between.
 
-Every mode equals eager and transformers token for token on a tiny Llama; a DeepSeek model with latent attention
-(all layers dense) equals eager; MoE CPU kernels cannot be captured and leave the engine eager with a warning.
-Compiled engines are shared per module: TorchDynamo's tracing is the slow part.
+Every mode equals eager and transformers token for token on a tiny Llama, in one process and (FULL_AND_PIECEWISE; also
+PIECEWISE, marked slow) in two tensor-parallel workers, whose all-reduces are custom ops inside the pieces; a DeepSeek
+model with latent attention (all layers dense) equals eager; MoE CPU kernels cannot be captured and leave the engine
+eager with a warning. Compiled engines are shared per module: TorchDynamo's tracing is the slow part.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import warnings
 
 import pytest
@@ -17,6 +20,8 @@ from mini_platform.compilation.capture_sizes import capture_size_schedule, dispa
 from mini_platform.compilation.config import CUDAGRAPH_MODES, SPLITTING_OPS
 from mini_platform.compilation.forward_context import ForwardContext
 from mini_platform.compilation.split import node_op_name, piece_ids
+from mini_platform.distributed import parallel_state
+from mini_platform.distributed.shm_allreduce import leaked_segments
 from mini_platform.model import make_tiny_checkpoint
 
 MODES = list(CUDAGRAPH_MODES)
@@ -67,6 +72,73 @@ def test_every_mode_matches_eager_and_transformers(mode, engines, expected):
                "FULL_DECODE_ONLY": {"FULL"}, "FULL_AND_PIECEWISE": {"FULL", "PIECEWISE"}}[mode]
     used = {m for m, n in stats["steps_by_mode"].items() if n and m != "NONE"}
     assert used == runtime - {"NONE"}, stats["steps_by_mode"]
+
+
+@pytest.mark.parametrize("mode", ["FULL_AND_PIECEWISE", pytest.param("PIECEWISE", marks=pytest.mark.slow)])
+def test_tensor_parallel_pieces_match_eager_and_transformers(llama, expected, mode):
+    """Two workers compile their shards and capture the pieces with the all-reduces inside; captured on empty steps,
+    the replays must sum each step's real values with the peer's. The stats are the workers'."""
+    hf, eager = expected
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        llm = LLM(llama, tensor_parallel_size=2, compilation_config={"cudagraph_mode": mode}, **OPTIONS)
+    pids = llm.engine.runner.pids
+    with llm:
+        got = [o.token_ids for o in llm.generate(PROMPTS, GREEDY)]
+        stats = llm.engine.stats()
+    assert not [str(w.message) for w in caught if "cannot be captured" in str(w.message)]
+    assert got == hf == eager
+    pieces = llm.engine.model_config.num_hidden_layers + 1
+    assert stats["cudagraph_mode"] == mode and stats["num_pieces"] == pieces
+    assert stats["piecewise_capture_sizes"] == SIZES and stats["splitting_ops"] == list(SPLITTING_OPS)
+    full = [1, 2, 4] if mode == "FULL_AND_PIECEWISE" else []
+    assert stats["graphs_captured"] == {"FULL": len(full), "PIECEWISE": len(SIZES) * pieces}
+    assert stats["cudagraph_capture_sizes"] == full
+    assert stats["steps_by_mode"]["PIECEWISE"] > 0 and (stats["steps_by_mode"]["FULL"] > 0) == bool(full)
+    assert not multiprocessing.active_children() and not leaked_segments(pids + [os.getpid()])
+
+
+class _DoublingCommunicator:
+    """Stands in for a two-rank communicator whose peer holds the same values: a sum doubles."""
+
+    def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mul_(2)
+
+    def all_gather(self, x: torch.Tensor, dim: int) -> torch.Tensor:
+        return torch.cat([x, x + 1], dim)
+
+    def close(self) -> None:
+        pass
+
+
+def test_collectives_are_custom_ops_dynamo_traces_as_one_node_each():
+    """While TorchDynamo traces, a group's all_reduce and all_gather are one opaque node each (their fakes give the
+    shapes), kept inside a piece (they are no splitting ops); the ops pass torch.library.opcheck."""
+    group = parallel_state.GroupCoordinator("tp", 2, 0, _DoublingCommunicator())
+    traced = []
+
+    def backend(gm, example_inputs):
+        traced.append(gm)
+        return gm
+
+    w = torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
+    compiled = torch.compile(lambda x: group.all_gather(group.all_reduce(x @ w) + 1, dim=-1), backend=backend,
+                             fullgraph=True)
+    x = torch.randn(3, 4)
+    with torch.inference_mode():
+        out = compiled(x)
+    torch.testing.assert_close(out, torch.cat([2 * (x @ w) + 1, 2 * (x @ w) + 2], dim=-1))
+    calls = [node_op_name(n) for n in traced[0].graph.nodes if n.op == "call_function"]
+    assert [c for c in calls if c.startswith("mini_platform::")] == ["mini_platform::all_reduce_",
+                                                                     "mini_platform::all_gather"]
+    assert not set(calls) & set(SPLITTING_OPS)
+    for op, args in ((torch.ops.mini_platform.all_reduce_.default, (torch.randn(3, 4), group.unique_name)),
+                     (torch.ops.mini_platform.all_gather.default, (torch.randn(3, 4), 1, 2, group.unique_name))):
+        torch.library.opcheck(op, args)
+    name = group.unique_name
+    group.destroy()
+    with pytest.raises(ValueError, match="no live process group"):
+        torch.ops.mini_platform.all_reduce_(torch.zeros(2), name)
 
 
 def test_full_runs_as_full_and_piecewise_with_a_warning(llama):
@@ -187,8 +259,10 @@ def test_bad_option_values_name_what_is_wrong(llama, config, words):
 def test_contradicting_options_are_refused(llama):
     with pytest.raises(ValueError, match="enforce_eager=True.*PIECEWISE"):
         LLM(llama, enforce_eager=True, compilation_config={"cudagraph_mode": "PIECEWISE"})
-    with pytest.raises(ValueError, match="tensor_parallel_size"):
-        LLM(llama, tensor_parallel_size=2, compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE"})
+    with pytest.raises(ValueError, match="enable_expert_parallel=True"):  # refused before any worker starts
+        LLM(llama, tensor_parallel_size=2, enable_expert_parallel=True,
+            compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE"})
+    assert not multiprocessing.active_children()
     assert LLM(llama, enforce_eager=True, compilation_config={"cudagraph_mode": "NONE"}).engine.runner.piecewise is None
     assert LLM(llama, compilation_config={"cudagraph_mode": "piecewise"}, **OPTIONS).engine.stats()[
         "cudagraph_mode"] == "PIECEWISE"

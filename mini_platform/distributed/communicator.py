@@ -98,10 +98,11 @@ class CpuCommunicator(DeviceCommunicator):
 
     ``all_reduce`` of a contiguous tensor of at most ``shm_max_bytes`` goes through :class:`ShmAllReduce`
     (every rank of a group here is on this machine); a bigger one goes through gloo, and so does every
-    all-reduce while a CPU graph captures (the functional collective the graph replays) and all of them
-    when ``MINI_PLATFORM_CPU_SHM_ALLREDUCE=0``. gloo has no list-form all-to-all and emulates reduce-scatter
-    with an all-reduce (twice the traffic; ProcessGroupGloo.cpp at PyTorch c194358); the base class only
-    uses calls gloo implements."""
+    all-reduce while a CPU graph captures (the functional collective a full decode graph replays; a compiled
+    model's piece records the collective custom op of ``parallel_state`` instead, whose replays call this again
+    and so take shared memory) and all of them when ``MINI_PLATFORM_CPU_SHM_ALLREDUCE=0``. gloo has no list-form
+    all-to-all and emulates reduce-scatter with an all-reduce (twice the traffic; ProcessGroupGloo.cpp at PyTorch
+    c194358); the base class only uses calls gloo implements."""
 
     def __init__(self, group: dist.ProcessGroup, device: torch.device,
                  shm_max_bytes: int = shm_allreduce.DEFAULT_MAX_BYTES) -> None:

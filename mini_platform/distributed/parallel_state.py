@@ -5,17 +5,71 @@
 both are a single-rank group whose collectives return their input, so the model code has one path.
 With no data parallelism here, the tensor-parallel group and the expert-parallel group span the same
 ranks (vLLM: EP size = TP size x DP size).
+
+Collectives as custom ops (chapter 7, piecewise graphs under tensor parallelism): while TorchDynamo traces the model,
+``GroupCoordinator.all_reduce`` and ``all_gather`` call ``torch.ops.mini_platform.all_reduce_`` and ``all_gather``,
+registered here with ``torch.library.custom_op`` and fake implementations, so that Dynamo records one opaque node
+instead of tracing into the communicator (``fullgraph=True`` would refuse its ``torch.distributed`` calls). They are
+no splitting ops: they stay inside the captured pieces, and a piece's CPU graph records the op as one node whose
+replay runs the communicator again (really summing with the peers; every rank replays the same pieces in the same
+order). A custom op takes tensors, numbers and strings, not a Python object, so it names its group by
+``GroupCoordinator.unique_name`` and finds it in a registry, as vLLM does (``torch.ops.vllm.all_reduce``,
+``all_gather`` and ``reduce_scatter`` with ``_groups`` keyed by ``unique_name``, ``vllm/distributed/parallel_state.py``
+at commit 0c175ae9). vLLM's all-reduce op is out of place (its graphs go through functionalization and Inductor);
+ours sums in place, declared with ``mutates_args``, as the communicator does, so a replay copies nothing. Outside a
+trace the layers call the communicator directly (the op's dispatch would only add overhead to eager steps).
 """
 from __future__ import annotations
 
+import itertools
+import weakref
+from collections import defaultdict
 from datetime import timedelta
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 import torch.distributed as dist
 
 from .. import platforms, utils
 from .communicator import DeviceCommunicator
+
+
+# The groups with a communicator, by unique name, for the collective custom ops (weak: a destroyed group is gone).
+_groups: dict[str, weakref.ref] = {}
+_name_counters: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
+
+
+def _group(group_name: str) -> "GroupCoordinator":
+    group = _groups[group_name]() if group_name in _groups else None
+    if group is None:
+        raise ValueError(f"no live process group named {group_name!r} (known: {sorted(_groups)})")
+    return group
+
+
+@torch.library.custom_op("mini_platform::all_reduce_", mutates_args=("x",))
+def all_reduce_op(x: torch.Tensor, group_name: str) -> None:
+    """Sum ``x`` over the ranks of the group ``group_name``, in place, with its communicator."""
+    out = _group(group_name).communicator.all_reduce(x)
+    if out is not x:
+        x.copy_(out)
+
+
+@all_reduce_op.register_fake
+def _(x: torch.Tensor, group_name: str) -> None:
+    return None
+
+
+@torch.library.custom_op("mini_platform::all_gather", mutates_args=())
+def all_gather_op(x: torch.Tensor, dim: int, world_size: int, group_name: str) -> torch.Tensor:
+    """Every rank's ``x`` concatenated along ``dim`` (``world_size`` is there for the fake's output shape)."""
+    return _group(group_name).communicator.all_gather(x, dim)
+
+
+@all_gather_op.register_fake
+def _(x: torch.Tensor, dim: int, world_size: int, group_name: str) -> torch.Tensor:
+    shape = list(x.shape)
+    shape[dim] *= world_size
+    return x.new_empty(shape)
 
 
 class GroupCoordinator:
@@ -28,6 +82,9 @@ class GroupCoordinator:
                  communicator: DeviceCommunicator | None = None, cpu_group: dist.ProcessGroup | None = None) -> None:
         self.name, self.world_size, self.rank_in_group = name, world_size, rank_in_group
         self.communicator, self.cpu_group = communicator, cpu_group
+        self.unique_name = f"{name}:{next(_name_counters[name])}"  # what the collective custom ops name it by
+        if communicator is not None:
+            _groups[self.unique_name] = weakref.ref(self)
 
     @classmethod
     def create(cls, name: str, group_ranks: list[list[int]], backend: str, device: torch.device,
@@ -60,15 +117,27 @@ class GroupCoordinator:
 
     def destroy(self) -> None:
         """Release the communicator's own resources (its shared memory, on the CPU)."""
+        _groups.pop(self.unique_name, None)
         if self.communicator is not None:
             self.communicator.close()
 
-    # Each collective is a no-op on a single-rank group.
+    # Each collective is a no-op on a single-rank group. While TorchDynamo traces, all_reduce and all_gather are
+    # the custom ops above (one opaque node each); otherwise the communicator is called directly.
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
-        return x if self.world_size == 1 else self.communicator.all_reduce(x)
+        """Sum over the ranks, in place; returns ``x``."""
+        if self.world_size == 1:
+            return x
+        if torch.compiler.is_compiling():
+            torch.ops.mini_platform.all_reduce_(x, self.unique_name)
+            return x
+        return self.communicator.all_reduce(x)
 
     def all_gather(self, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-        return x if self.world_size == 1 else self.communicator.all_gather(x, dim)
+        if self.world_size == 1:
+            return x
+        if torch.compiler.is_compiling():
+            return torch.ops.mini_platform.all_gather(x, dim % x.dim(), self.world_size, self.unique_name)
+        return self.communicator.all_gather(x, dim)
 
     def reduce_scatter(self, x: torch.Tensor, dim: int = 0) -> torch.Tensor:
         return x if self.world_size == 1 else self.communicator.reduce_scatter(x, dim)

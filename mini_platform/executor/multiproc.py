@@ -2,10 +2,13 @@
 
 ``LLM(model=DIR, tensor_parallel_size=N)`` builds one of these in place of the in-process model runner.
 Each step the driver flattens the scheduler's output into a :class:`~mini_platform.model_runner.StepInput`,
-picks the decode graph it replays (or none), sends the same bytes to every worker, and waits for rank 0's
+picks its runtime mode and the graph it replays (``model_runner.dispatch_step``: a full decode graph, the
+piecewise graphs of a token count, or none), sends the same bytes to every worker, and waits for rank 0's
 logits (every rank computes them; one copy is enough to sample). The collectives inside the forward go over
-``torch.distributed`` and are part of the decode graphs the workers captured (as NCCL calls can be part of
-a CUDA graph; the CPU graph records them as functional collectives). The step goes to the workers once,
+``torch.distributed`` and are part of the graphs the workers captured (as NCCL calls can be part of a CUDA
+graph; the CPU graph records them as functional collectives in a full decode graph, and as the collective custom
+ops of ``distributed.parallel_state`` inside a compiled model's pieces). The workers' ``GraphStats`` (rank 0's,
+checked equal on every rank at start-up) are the executor's; it counts the steps. The step goes to the workers once,
 through a shared-memory :class:`~mini_platform.distributed.shm_broadcast.MessageQueue` (vLLM's
 ``rpc_broadcast_mq``), or, with ``MINI_PLATFORM_SHM_BROADCAST=0`` or when it is too big for a chunk, down
 each worker's pipe; the pipes carry everything else (start-up, rank 0's logits, errors, ``close``).
@@ -17,6 +20,7 @@ collection of the executor, or the driver's exit.
 """
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import signal
 import socket
@@ -31,7 +35,7 @@ import torch.multiprocessing as mp
 from .. import envs
 from ..distributed.shm_broadcast import MessageQueue, broadcast
 from ..kv_cache import KVCacheManager
-from ..model_runner import GraphStats, decode_graph_size, step_input
+from ..model_runner import GraphStats, dispatch_step, step_input
 from ..scheduler import SchedulerOutput
 from .worker import WorkerConfig, worker_main
 
@@ -59,7 +63,7 @@ class MultiprocExecutor:
     queue: MessageQueue | None = None  # the steps' shared-memory broadcast; None: down the pipes
 
     def __init__(self, config: WorkerConfig) -> None:
-        self.timeout_s = config.timeout_s
+        self.timeout_s, self.max_num_seqs = config.timeout_s, config.max_num_seqs
         ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited locks or device state
         init_method = f"tcp://127.0.0.1:{free_port()}"
         self.procs: list[mp.Process] = []
@@ -76,18 +80,19 @@ class MultiprocExecutor:
             child.close()  # the worker holds the other end; its death closes the pipe
             self.procs.append(proc)
             self.conns.append(parent)
-        ready = {}
+        ready: dict[int, tuple[GraphStats, list[str]]] = {}
         while len(ready) < config.world_size:  # every rank says "ready" once its shard is loaded
-            rank, (_, sizes, seconds, texts) = self._receive("start-up")
-            ready[rank] = tuple(sizes), seconds, texts
+            rank, (_, stats, texts) = self._receive("start-up")
+            ready[rank] = stats, texts
         if self.queue is not None:
             self.queue.unlink()  # every rank has attached: the name can go (no /dev/shm entry can leak)
-        if len({sizes for sizes, _, _ in ready.values()}) > 1:
+        graphs = {rank: _captured(stats) for rank, (stats, _) in sorted(ready.items())}
+        if len(set(graphs.values())) > 1:
             self.close()  # a graph replayed on some ranks only would wait forever for the others' collectives
-            raise WorkerError(f"the ranks captured decode graphs of different batch sizes "
-                              f"({ {rank: list(r[0]) for rank, r in ready.items()} }); use enforce_eager=True")
-        sizes, _, texts = ready[0]
-        self.graph_stats = GraphStats(list(sizes), max(seconds for _, seconds, _ in ready.values()))
+            raise WorkerError(f"the ranks captured different graphs ((mode, decode sizes, piecewise sizes, pieces) "
+                              f"per rank: {graphs}); use enforce_eager=True")
+        stats, texts = ready[0]
+        self.graph_stats = dataclasses.replace(stats, capture_seconds=max(s.capture_seconds for s, _ in ready.values()))
         for text in texts:  # every rank raised the same warnings: say them once
             warnings.warn(f"tensor-parallel worker rank 0: {text}", RuntimeWarning, stacklevel=3)
 
@@ -101,8 +106,9 @@ class MultiprocExecutor:
             raise WorkerError(f"the workers were stopped after an earlier failure: {self.error}")
         if not self._finalizer.alive:
             raise RuntimeError("this executor is closed")
-        graph_size = decode_graph_size(batch, self.graph_stats.capture_sizes)
-        data = pickle.dumps(("execute", (step_input(batch, kv), graph_size)))
+        mode, size = dispatch_step(batch, self.graph_stats, self.max_num_seqs)
+        step = step_input(batch, kv)
+        data = pickle.dumps(("execute", (step, mode, size)))
         try:
             broadcast(self.queue, self.conns, data)
         except OSError:  # a worker died since the last step: its pipe is broken
@@ -117,7 +123,7 @@ class MultiprocExecutor:
                                      "build a new LLM to continue")
             self.close()
             raise
-        self.graph_stats.count_step(graph_size, len(batch.scheduled))
+        self.graph_stats.count_step(size, len(step.input_ids) if mode == "PIECEWISE" else len(batch.scheduled), mode)
         return logits
 
     def close(self) -> None:
@@ -179,6 +185,11 @@ class MultiprocExecutor:
         self.error = WorkerError(f"tensor-parallel execution failed during {during}; all workers were stopped.\n"
                                  + "\n".join(lines))
         raise self.error
+
+
+def _captured(stats: GraphStats) -> tuple:
+    """What a rank captured, which every rank must have captured alike."""
+    return (stats.cudagraph_mode, tuple(stats.capture_sizes), tuple(stats.piecewise_capture_sizes), stats.num_pieces)
 
 
 def _last_line(text: str) -> str:

@@ -1,12 +1,14 @@
 """One worker process per rank: join the process group, build this rank's shard of the model (and its
-decode graphs, unless eager), then run every step the driver sends until it says ``close``.
+graphs, unless eager: full decode graphs, or the model compiled and its pieces captured, as the engine's
+``compilation_config`` says), then run every step the driver sends until it says ``close``.
 
-Messages over the pipe to the driver: ``("ready", capture_sizes, capture_seconds, warnings)`` once loaded
-(the sizes captured, empty when eager; the texts of the warnings raised while building), ``("result",
-logits)`` from rank 0 after each step, ``("error", traceback_text)`` from any rank that fails (it then exits).
-From the driver: ``("execute", (step, graph_size))`` (the driver picks the graph, the same on every rank,
-since a graph's collectives must meet the same graph's on the other ranks), through the shared-memory
-queue when there is one (else, or when it overflows, down the pipe), and ``("close", None)`` down the pipe.
+Messages over the pipe to the driver: ``("ready", graph_stats, warnings)`` once loaded (the runner's
+:class:`~mini_platform.model_runner.GraphStats`: what it captured, nothing when eager; the texts of the warnings
+raised while building), ``("result", logits)`` from rank 0 after each step, ``("error", traceback_text)`` from any
+rank that fails (it then exits). From the driver: ``("execute", (step, runtime_mode, size))`` (the driver picks
+the runtime mode and the graph, the same on every rank, since a graph's collectives must meet the same graph's on
+the other ranks), through the shared-memory queue when there is one (else, or when it overflows, down the pipe),
+and ``("close", None)`` down the pipe.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from .. import platforms, plugins
+from ..compilation.config import CompilationConfig
 from ..distributed.parallel_state import destroy_model_parallel, init_model_parallel
 from ..distributed.shm_broadcast import Handle, MessageQueue, receive
 from ..model import load_model
@@ -47,12 +50,13 @@ class WorkerConfig:
     timeout_s: float = 300.0    # a collective that waits longer than this fails instead of hanging
     enforce_eager: bool = True  # False: capture decode graphs (the collectives inside them)
     capture_sizes: tuple[int, ...] | None = None  # None = vLLM's default schedule
+    compilation_config: CompilationConfig | None = None  # the engine's (cudagraph_mode); None: as enforce_eager says
     emulated_torch_npu: bool = False  # the driver runs under emulated_torch_npu(): so does each worker
 
 
 def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunner:
-    """Join the process group, build the TP/EP groups, load this rank's shard and capture its decode graphs
-    (unless ``config.enforce_eager``); returns its model runner."""
+    """Join the process group, build the TP/EP groups, load this rank's shard and capture its graphs (as
+    ``config.enforce_eager`` and ``config.compilation_config`` say); returns its model runner."""
     platform = platforms.current_platform
     plugins.load_general_plugins()
     device = torch.device("cpu") if platform.device_type == "cpu" else torch.device(platform.device_type, rank)
@@ -68,7 +72,8 @@ def init_worker(rank: int, init_method: str, config: WorkerConfig) -> ModelRunne
     return build_model_runner(
         model, config.num_blocks, config.block_size, config.backend, platform=platform,
         enforce_eager=config.enforce_eager, capture_sizes=config.capture_sizes, max_num_seqs=config.max_num_seqs,
-        max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len)
+        max_num_batched_tokens=config.max_num_batched_tokens, max_model_len=config.max_model_len,
+        compilation_config=config.compilation_config)
 
 
 def _send(conn: Connection, message: tuple) -> None:
@@ -102,13 +107,13 @@ def _serve(rank: int, init_method: str, config: WorkerConfig, conn: Connection, 
     with warnings.catch_warnings(record=True) as caught:  # the driver shows them once, not once per rank
         warnings.simplefilter("always")
         runner = init_worker(rank, init_method, config)
-    g = runner.graph_stats
-    _send(conn, ("ready", g.capture_sizes, g.capture_seconds, [str(w.message) for w in caught]))
+    _send(conn, ("ready", runner.graph_stats, [str(w.message) for w in caught]))
     while True:
         method, args = pickle.loads(receive(queue, conn))  # EOFError: the driver is gone
         if method == "close":
             break
-        logits = runner.execute_step(*args)
+        step, mode, size = args
+        logits = runner.execute_piecewise(step, size) if mode == "PIECEWISE" else runner.execute_step(step, size)
         if rank == 0:
             _send(conn, ("result", logits.cpu()))
     destroy_model_parallel()
