@@ -28,7 +28,8 @@ def test_install_leaves_the_project_and_the_environment_alone():
     assert dist.metadata["Name"] == "lumen-npu"
     assert {(ep.group, ep.name, ep.value) for ep in dist.entry_points} == {
         ("mini_platform.platform_plugins", "lumen", "lumen_npu:register"),
-        ("mini_platform.general_plugins", "lumen_kernels", "lumen_npu:register_kernels")}
+        ("mini_platform.general_plugins", "lumen_kernels", "lumen_npu:register_kernels"),
+        ("mini_platform.general_plugins", "lumen_ops", "lumen_npu:register_ops")}
     assert (site / "lumen_npu" / "ops" / "layernorm.py").is_file()
 
 
@@ -62,6 +63,7 @@ def lumen(monkeypatch):
     """The reference Lumen plugin as this process's platform (and, through the environment and sys.path
     they inherit, the platform of any worker it spawns); everything is put back afterwards."""
     from mini_platform import ops, platforms, plugins
+    from mini_platform.model.custom_op import CustomOp
     monkeypatch.setattr(sys, "path", list(sys.path))  # activate() edits sys.path in place
     for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
                  "LUMEN_VISIBLE_DEVICES"):
@@ -73,6 +75,8 @@ def lumen(monkeypatch):
     platforms.clear_current_platform()
     plugins.clear_general_plugins()
     ops.unregister_backend(harness.KERNEL_BACKEND)
+    CustomOp.clear_oot()
+    harness.forget_custom_ops()
 
 
 def test_tensor_parallel_on_a_graph_mode_platform_works_by_default(lumen):
@@ -90,6 +94,30 @@ def test_tensor_parallel_on_a_graph_mode_platform_works_by_default(lumen):
     assert stats["cudagraph_capture_sizes"] == [1, 2, 4] and stats["num_graph_steps"] > 0   # up to max_num_seqs
     assert [o.token_ids for o in outputs] == expected
     assert not multiprocessing.active_children()
+
+
+def test_forgetting_a_projects_custom_ops_leaves_the_next_projects_alone():
+    """activate() undefines the lumen:: ops an earlier project defined, so that the next one defines its own; the old
+    library's finalizer, run whenever the old project is collected, must not touch the new op of the same name."""
+    import gc
+
+    import torch
+
+    def define(scale: float):
+        def probe(x):
+            return x * scale
+        return torch.library.custom_op("lumen::probe", probe, mutates_args=(), schema="(Tensor x) -> Tensor")
+
+    old = define(2.0)
+    harness.forget_custom_ops()
+    assert not hasattr(torch.ops.lumen, "probe")
+    define(3.0)
+    packet = torch.ops.lumen.probe
+    del old
+    gc.collect()
+    assert torch.ops.lumen.probe is packet, "torch.ops' cache of the new op was dropped (a compiled model would recompile)"
+    assert torch.equal(torch.ops.lumen.probe(torch.ones(2)), torch.full((2,), 3.0))
+    harness.forget_custom_ops()
 
 
 def test_the_vendor_files_given_whole_are_the_same_in_the_starter_and_the_reference():

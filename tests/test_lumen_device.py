@@ -1,6 +1,8 @@
 """Lumen as a real PyTorch device (the capstone's reference plugin, practice/capstone/solution/lumen_npu):
 PrivateUse1 renamed to ``lumen``, a device module, a C++ allocator and basic kernels, every other op through a
-``torch.library`` fallback on CPU views of the same memory, and the engine serving a model from Lumen memory.
+``torch.library`` fallback on CPU views of the same memory, and the engine serving a model from Lumen memory, its
+RMSNorm replaced by the plugin's LumenRMSNorm (``CustomOp.register_oot``), which calls Lumen's ``torch.library`` custom
+ops (with fake implementations, so that the piecewise graphs of ``torch.compile`` can trace them).
 
 The C++ part is built once per machine into ~/.cache/mini-platform/lumen/ (``LUMEN_BUILD_DIR``), so at most
 once per test session; tensor parallelism on Lumen is tests/test_capstone.py's multi-process test.
@@ -30,6 +32,7 @@ def site():
 def lumen(site, monkeypatch):
     """The reference plugin as this process's platform, two Lumen devices; everything put back afterwards."""
     from mini_platform import ops, platforms, plugins
+    from mini_platform.model.custom_op import CustomOp
     monkeypatch.setattr(sys, "path", list(sys.path))
     for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
                  "LUMEN_VISIBLE_DEVICES"):
@@ -44,6 +47,8 @@ def lumen(site, monkeypatch):
     platforms.clear_current_platform()
     plugins.clear_general_plugins()
     ops.unregister_backend(harness.KERNEL_BACKEND)
+    CustomOp.clear_oot()        # later tests build the in-tree layers
+    harness.forget_custom_ops()
 
 
 def test_empty_and_copies_both_ways(lumen):
@@ -101,6 +106,8 @@ def test_memory_comes_back_when_tensors_go(lumen):
 
 def test_the_engine_on_lumen_equals_the_cpu_engine(lumen, monkeypatch):
     from mini_platform import LLM, SamplingParams, platforms
+    from mini_platform.model.custom_op import CustomOp
+    from mini_platform.model.layers import RMSNorm
     path, expected = harness.tiny_llama(PROMPTS, 6)
     greedy = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
     tokens = {}
@@ -108,15 +115,42 @@ def test_the_engine_on_lumen_equals_the_cpu_engine(lumen, monkeypatch):
         if target == "cpu":
             monkeypatch.setenv("MINI_PLATFORM_TARGET_DEVICE", "cpu")
             monkeypatch.delenv("MINI_PLATFORM")
+            CustomOp.clear_oot()   # replacements are process-wide, as in vLLM: forget Lumen's before the CPU engine
         platforms.clear_current_platform()
         llm = LLM(path, block_size=32, num_kv_blocks=16, enforce_eager=False, cudagraph_capture_sizes=[1, 2, 4])
         assert platforms.current_platform.device_type == target
         engine = llm.engine
         assert next(engine.model.parameters()).device.type == target
         assert engine.runner.attention.kv_caches[0][0].device.type == target
+        norms = {type(m).__name__ for m in engine.model.modules() if isinstance(m, RMSNorm)}
+        assert norms == {"LumenRMSNorm" if target == "lumen" else "RMSNorm"}
         tokens[target] = [o.token_ids for o in llm.generate([list(p) for p in PROMPTS], greedy)]
         assert engine.stats()["num_graph_steps"] > 0
     assert tokens["lumen"] == tokens["cpu"] == expected
+
+
+def test_lumen_rms_norm_runs_lumen_custom_ops_in_piecewise_graphs(lumen):
+    """The fakes let torch.compile trace the plugin's ops (opcheck checks them against the kernels), and the piecewise
+    engine on Lumen, with LumenRMSNorm in place of RMSNorm, equals transformers."""
+    from mini_platform import LLM, SamplingParams
+    from mini_platform.compilation.split import node_op_name
+    from mini_platform.model.layers import RMSNorm
+    import lumen_npu.custom_ops  # noqa: F401
+    g = torch.Generator().manual_seed(2)
+    x, residual = (torch.randn(3, 2, 16, generator=g).to(torch.bfloat16).to("lumen") for _ in range(2))
+    weight = torch.randn(16, generator=g).to("lumen")
+    torch.library.opcheck(torch.ops.lumen.rms_norm.default, (x, weight, 1e-6))
+    torch.library.opcheck(torch.ops.lumen.fused_add_rms_norm.default, (x, residual, weight, 1e-6))
+    path, expected = harness.tiny_llama(PROMPTS, 6)
+    llm = LLM(path, block_size=32, num_kv_blocks=16, max_num_seqs=4, cudagraph_capture_sizes=[1, 2, 4],
+              compilation_config={"cudagraph_mode": "PIECEWISE"})
+    engine = llm.engine
+    assert {type(m).__name__ for m in engine.model.modules() if isinstance(m, RMSNorm)} == {"LumenRMSNorm"}
+    greedy = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    assert [o.token_ids for o in llm.generate([list(p) for p in PROMPTS], greedy)] == expected
+    assert engine.stats()["steps_by_mode"]["PIECEWISE"] > 0
+    traced = {node_op_name(n) for n in engine.runner.piecewise.backend.graph_modules[0].graph.nodes}
+    assert {"lumen::rms_norm", "lumen::fused_add_rms_norm"} <= traced
 
 
 def test_a_machine_without_a_compiler_is_told_what_to_install(lumen, tmp_path):

@@ -7,6 +7,10 @@
 | :class:`SiluAndMulMLP` | ``ops.silu_and_mul`` between two matmuls |
 | :class:`Attention` | the attention callable it is given (contiguous or paged), after RoPE |
 
+:class:`RMSNorm` and :class:`RotaryEmbedding` are custom ops (:class:`~mini_platform.model.custom_op.CustomOp`), registered under
+vLLM's names (``"rms_norm"``, ``"rotary_embedding"``): a platform plugin can replace them with its own subclass
+(``CustomOp.register_oot``), whose ``forward_oot`` then runs on its platform.
+
 Matmuls are plain ``F.linear``. Q/K/V and gate/up are merged into one weight each (one matmul
 instead of three or two); :class:`MergedLinear` records which rows came from which checkpoint tensor.
 
@@ -28,6 +32,7 @@ from torch import nn
 from .. import ops
 from ..distributed.parallel_state import get_tp_group
 from .config import ModelConfig
+from .custom_op import CustomOp
 from . import sharding
 from .sharding import divide
 
@@ -118,13 +123,14 @@ class VocabParallelEmbedding(nn.Module):
         return self.tp.all_gather(logits, dim=-1)[:, :self.num_embeddings]
 
 
-class RMSNorm(nn.Module):
+@CustomOp.register("rms_norm")
+class RMSNorm(CustomOp):
     def __init__(self, dim: int, eps: float, dtype: torch.dtype) -> None:
         super().__init__()
         self.weight = _param(dim, dtype=dtype)
         self.eps = eps
 
-    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> Any:
+    def forward_native(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> Any:
         """``rms_norm(x)``; with a residual, ``(rms_norm(x + residual), x + residual)``."""
         if residual is None:
             return ops.rms_norm(x, self.weight, self.eps)
@@ -192,7 +198,8 @@ def rope_cos_sin_cache(head_dim: int, max_positions: int, theta: float,
     return torch.cat((freqs.cos(), freqs.sin()), dim=-1) * rope_attention_factor(scaling)
 
 
-class RotaryEmbedding(nn.Module):
+@CustomOp.register("rotary_embedding")
+class RotaryEmbedding(CustomOp):
     """RoPE over ``head_dim`` dims: neox style (rotate the two halves of each head), as Llama and Qwen use, or
     interleaved pairs ``(x0, x1), (x2, x3), ...`` (``is_neox_style=False``), as DeepSeek's rotary key part does."""
 
@@ -203,8 +210,8 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("cos_sin_cache", rope_cos_sin_cache(head_dim, max_positions, theta, scaling),
                              persistent=False)
 
-    def forward(self, positions: torch.Tensor, q: torch.Tensor,
-                k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward_native(self, positions: torch.Tensor, q: torch.Tensor,
+                       k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return ops.rotary_embedding(positions, q, k, self.head_dim, self.cos_sin_cache, self.is_neox_style)
 
 

@@ -1,4 +1,4 @@
-"""Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-264).
+"""Install a plugin project into a throwaway site directory and run it, for the capstone stages (260-265).
 
 :func:`install` does for a pure-Python project what ``pip install --no-deps --target SITE`` does with
 its wheel: it puts the project's packages (their modules, and the files ``[tool.setuptools.package-data]``
@@ -124,9 +124,11 @@ def activate(site: Path) -> None:
 
     The judge may run several submissions in one process (``judge.py check``), so whatever an earlier
     project left behind is forgotten first: its site directory and ``lumen_npu`` modules, the resolved
-    platform, the ``lumen`` kernel backend and the record that the general plugins ran.
+    platform, the ``lumen`` kernel backend, the layers it replaced (``CustomOp.register_oot``), the ``lumen::``
+    custom ops it defined (:func:`forget_custom_ops`) and the record that the general plugins ran.
     """
     from mini_platform import ops, platforms, plugins
+    from mini_platform.model.custom_op import CustomOp
 
     for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
         del sys.modules[name]
@@ -136,6 +138,34 @@ def activate(site: Path) -> None:
     platforms.clear_current_platform()
     plugins.clear_general_plugins()
     ops.unregister_backend(KERNEL_BACKEND)
+    CustomOp.clear_oot()
+    forget_custom_ops()
+
+
+def forget_custom_ops(namespace: str = KERNEL_BACKEND) -> None:
+    """Undefine the ``namespace::`` ops that Python code defined with ``torch.library`` (``custom_op``, or ``define``
+    / ``impl`` / ``register_fake`` without a library of their own), so that the next project defines its own; the
+    ops of the C++ runtime (``lumen::cpu_view``) stay.
+
+    Each library is destroyed now, and its finalizer is left nothing to undo: run later, when the old project's
+    modules are collected, it would drop ``torch.ops.<namespace>.<op>`` from torch's cache while the next project's
+    op of that name is in use, and a model compiled with it would recompile mid-run (torch 2.13's
+    ``torch.library._del_library``). Uses torch's registries of those libraries (``torch._library.custom_ops``,
+    ``torch.library._keep_alive``), which the torch this project pins has.
+    """
+    import torch
+    from torch._library import custom_ops
+
+    prefix = namespace + "::"
+    libraries = [lib for lib in (*custom_ops.OPDEF_TO_LIB.values(), *torch.library._keep_alive) if lib.ns == namespace]
+    for qualname in [q for q in custom_ops.OPDEF_TO_LIB if q.startswith(prefix)]:
+        del custom_ops.OPDEF_TO_LIB[qualname]
+        custom_ops.OPDEFS.pop(qualname, None)
+    torch.library._keep_alive[:] = [lib for lib in torch.library._keep_alive if lib.ns != namespace]
+    for lib in libraries:
+        lib._destroy()
+        lib._op_defs.clear()   # the sets the finalizer captured
+        lib._op_impls.clear()
 
 
 def fake_device_root(*nodes: str) -> Path:

@@ -32,7 +32,7 @@ Two more parts, checked by ``judge.py check``:
 - ``hints.md``: progressive hints, sections ``## 1``, ``## 2``, ... each in Chinese, then a paragraph
   starting ``**English:**`` with the same hint in English.
 
-A project exercise (the capstone, 260-264) judges a folder rather than one file: its starter and
+A project exercise (the capstone, 260-265) judges a folder rather than one file: its starter and
 solution define only ``PROJECT = "<folder, relative to the repository root>"`` (read with
 :func:`project_of`), the test installs that folder, and the judge's messages and ``judge.py solution``
 point at the folder, not at the one-line file.

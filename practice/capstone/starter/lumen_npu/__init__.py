@@ -2,9 +2,10 @@
 
 Lumen is an invented accelerator: its driver creates ``/dev/lumen0``, ``/dev/lumen1``, ... (and the
 control node ``/dev/lumen_ctl``), and it computes on the CPU underneath. Everything else is what a
-vendor writes: the detector and the kernel registration here, the platform class (``platform.py``),
-the runtime's device module (``device.py``), the kernel backend (``ops/``) and the attention backend
-(``attention.py``). ``pyproject.toml`` declares the two entry points.
+vendor writes: the detector and the two registrations here (kernels, custom-op layers), the platform class
+(``platform.py``), the runtime's device module (``device.py``), the kernel backend (``ops/``), the attention
+backend (``attention.py``) and the custom ops with the layer that calls them (``custom_ops.py``, ``layers.py``).
+``pyproject.toml`` declares the entry points.
 
 This module is imported to run the detector, so it imports neither torch nor the Lumen runtime.
 """
@@ -40,3 +41,11 @@ def register() -> str | None:
 def register_kernels() -> None:
     """General plugin (entry point ``lumen_kernels``): make ``lumen_npu.ops`` the ``lumen`` kernel backend."""
     # TODO(stage 262): register the package lumen_npu.ops as the kernel backend "lumen" (mini_platform.ops).
+
+
+def register_ops() -> None:
+    """General plugin (entry point ``lumen_ops``): on the Lumen platform, the engine's ``RMSNorm`` becomes
+    ``LumenRMSNorm`` (``CustomOp.register_oot``), whose forward calls Lumen's custom ops."""
+    # TODO(stage 265): only when the current platform is Lumen (current_platform.device_name == "lumen"): make
+    #                  lumen_npu.layers.LumenRMSNorm replace the in-tree op whose class is named "RMSNorm"
+    #                  (mini_platform.model.custom_op.CustomOp.register_oot). Import torch-using modules inside.

@@ -96,6 +96,16 @@ def manual_seed_all(seed: int) -> None:
     """Seed every Lumen device: Lumen's ops draw from the CPU generator, which torch.manual_seed seeds."""
 
 
+def get_rng_state(device: int | str | torch.device | None = None) -> torch.Tensor:
+    """A device's random state: the CPU generator's, which Lumen's ops draw from (torch.testing saves it)."""
+    return torch.get_rng_state()
+
+
+def set_rng_state(state: torch.Tensor, device: int | str | torch.device | None = None) -> None:
+    """Restore a state from :func:`get_rng_state`."""
+    torch.set_rng_state(state)
+
+
 def _is_in_bad_fork() -> bool:
     return False
 
