@@ -252,15 +252,16 @@ class ModelRunner:
         if self.piecewise is not None:
             _, _, metadata = self.prepare(StepInput([], [], [], [], [], [], [], 0))
             for size in reversed(self.piecewise_sizes):
-                self._run_piecewise(size, 0, metadata)
+                self._run_piecewise(size, 0, metadata, capturing=True)
             g.num_pieces, g.splitting_ops = self.piecewise.num_pieces, list(SPLITTING_OPS)
             g.graphs_captured["PIECEWISE"] = sum(len(p.input_addresses) for p in self.piecewise.backend.pieces)
         g.capture_seconds = time.perf_counter() - start
         return g.capture_seconds
 
-    def _run_piecewise(self, size: int, num_actual_tokens: int, metadata: AttentionMetadata) -> torch.Tensor:
+    def _run_piecewise(self, size: int, num_actual_tokens: int, metadata: AttentionMetadata,
+                       capturing: bool = False) -> torch.Tensor:
         self.attention.metadata = metadata
-        context = ForwardContext(self.attention, size, num_actual_tokens, "PIECEWISE")
+        context = ForwardContext(self.attention, size, num_actual_tokens, "PIECEWISE", capturing)
         return self.piecewise.run(self.buffers.input_ids[:size], self.buffers.positions[:size], context)
 
     def dispatch(self, batch: SchedulerOutput) -> tuple[str, int | None]:

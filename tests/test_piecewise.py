@@ -277,6 +277,15 @@ def test_kernels_are_bound_before_tracing():
     assert ops.silu_and_mul(torch.zeros(2, 4)).shape == (2, 2)
 
 
+def test_a_piece_captures_only_in_the_capture_phase(engines):
+    """A size no piece captured at start-up is refused at run time (a capture then would run the piece twice)."""
+    runner = engines["PIECEWISE"].engine.runner
+    assert 3 not in runner.piecewise_sizes
+    context = ForwardContext(runner.attention, 3, 0, "PIECEWISE")
+    with pytest.raises(RuntimeError, match="no graph of size 3 was captured at start-up"), torch.inference_mode():
+        runner.piecewise.run(runner.buffers.input_ids[:3], runner.buffers.positions[:3], context)
+
+
 def test_a_piece_refuses_inputs_it_was_not_captured_with(engines):
     """Replaying reads the captured tensors: new input tensors (not the persistent buffers) are refused."""
     runner = engines["PIECEWISE"].engine.runner

@@ -16,11 +16,14 @@ from typing import Any, Iterator
 class ForwardContext:
     """``attention``: the runner's :class:`~mini_platform.model.paged_attention.PagedAttention`, its metadata set for
     the step; ``num_tokens``: the rows the model runs (the step padded to a capture size); ``num_actual_tokens``: the
-    step's real tokens, the first rows; ``runtime_mode``: ``"NONE"``, ``"PIECEWISE"`` or ``"FULL"``."""
+    step's real tokens, the first rows; ``runtime_mode``: ``"NONE"``, ``"PIECEWISE"`` or ``"FULL"``; ``capturing``:
+    the model runner's capture phase, the only time a piece may capture a graph (vLLM's
+    ``set_cudagraph_capturing_enabled``)."""
     attention: Any
     num_tokens: int
     num_actual_tokens: int
     runtime_mode: str = "NONE"
+    capturing: bool = False
 
 
 _context: ForwardContext | None = None

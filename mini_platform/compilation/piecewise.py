@@ -11,8 +11,10 @@ and ``PiecewiseBackend`` / ``CUDAGraphWrapper`` in ``cuda_piecewise_backend.py``
 - :class:`PiecewiseBackend` gets the FX graph, splits it (``split.split_graph``) and puts a :class:`PiecewiseGraph`
   in place of each piece. Attention sub-graphs stay as they are: one custom-op call each, run eagerly.
 - A :class:`PiecewiseGraph` runs its piece eagerly unless the forward context's runtime mode is ``PIECEWISE``; then
-  it replays its graph of the context's ``num_tokens``, or captures it on the first such call (the model runner
-  makes those calls at start-up, with an empty step padded to each size). Its inputs must be the tensors it was
+  it replays its graph of the context's ``num_tokens``, or captures it on the first such call, which must come in
+  the model runner's capture phase at start-up (an empty step padded to each size; ``ForwardContext.capturing``):
+  a capture later is refused, as vLLM refuses one outside its capture window (``validate_cudagraph_capturing_enabled``,
+  which vllm-ascend v0.11.0's ``ACLGraphWrapper`` calls before capturing). Its inputs must be the tensors it was
   captured with (persistent buffers, earlier pieces' outputs): RuntimeError otherwise.
 """
 from __future__ import annotations
@@ -51,6 +53,13 @@ class PiecewiseGraph:
         size = context.num_tokens
         addresses = [a.data_ptr() for a in args if isinstance(a, torch.Tensor)]
         if size not in self.input_addresses:
+            if not context.capturing:   # vLLM's validate_cudagraph_capturing_enabled, before any capture
+                raise RuntimeError(
+                    f"{self.name}: no graph of size {size} was captured at start-up, and a graph is captured only "
+                    "then: here it would also run the piece twice (a CPU graph executes while it captures, then "
+                    "replays). A piece meets a new size mid-run when TorchDynamo traced the model again (a guard "
+                    "failed: torch._logging.set_logs(recompiles=True) says which) or a step was dispatched to a size "
+                    "that was not captured")
             self._capture_args = args
             try:
                 self.wrapper.capture(size)
