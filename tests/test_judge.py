@@ -215,28 +215,46 @@ def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
     assert process_gone(int(pid_file.read_text()))
 
 
-def test_the_child_of_a_pure_exercise_runs_like_a_new_interpreter(exercise, tmp_path):
-    # Pure-Python exercises are judged in a child forked from the judge (no second interpreter start): it must
-    # look like `python -m judging.sandbox` to the submission, also to multiprocessing's spawn.
-    source = """\
-        import multiprocessing, os, sys
+def test_the_command_line_forks_a_child_that_runs_like_a_new_interpreter(root, tmp_path):
+    # The command-line judge of a pure-Python exercise forks its child (no second interpreter start; this test process
+    # has loaded torch, so its own judgements start a new interpreter instead). The child must look like
+    # `python -m judging.sandbox` to the submission, also to multiprocessing's spawn, and what it leaves running is
+    # killed: a forked grandchild carries the judge's environment, not the run marker, and is found by start time.
+    forked, pid_file, answer = tmp_path / "forked", tmp_path / "pid", tmp_path / "answer.py"
+    answer.write_text(textwrap.dedent(f"""\
+        import multiprocessing, os, sys, time
         assert sys.modules["__main__"].__spec__.name == "judging.sandbox", sys.modules["__main__"]
         assert os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1" and sys.dont_write_bytecode
+        open({str(forked)!r}, "w").write(str("judging.cli" in sys.modules))   # a new interpreter has not imported it
         process = multiprocessing.get_context("spawn").Process(target=os._exit, args=(3,))
         process.start()
         process.join(30)
         assert process.exitcode == 3, process.exitcode
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            os._exit(0)
+        os.wait()
         def double(x):
             return 2 * x
-        """
-    verdict = judge_source(exercise, tmp_path, source, timeout=30)
-    assert verdict["status"] == "accepted", verdict
+        """))
+    result = cli(root, "189", str(answer), "--json", "--timeout", "30")
+    assert json.loads(result.stdout)["status"] == "accepted", result.stdout + result.stderr
+    assert forked.read_text() == "True"
+    assert process_gone(int(pid_file.read_text()))
 
 
-def test_a_judge_with_threads_starts_a_new_interpreter_instead_of_forking():
+def test_a_judge_with_threads_or_torch_starts_a_new_interpreter_instead_of_forking(monkeypatch):
     import threading
 
-    assert sandbox._ForkedChild.safe()
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    assert sandbox._ForkedChild.safe() == (threading.active_count() == 1)
+    monkeypatch.setitem(sys.modules, "torch", object())
+    assert not sandbox._ForkedChild.safe()   # torch's thread pools and fork handlers do not survive a fork
+    monkeypatch.delitem(sys.modules, "torch")
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()

@@ -290,6 +290,9 @@ def test_a_piece_refuses_inputs_it_was_not_captured_with(engines):
     """Replaying reads the captured tensors: new input tensors (not the persistent buffers) are refused."""
     runner = engines["PIECEWISE"].engine.runner
     context = ForwardContext(runner.attention, 8, 0, "PIECEWISE")
-    ids = runner.buffers.input_ids[:8].clone()   # made like the buffers (not in inference mode): the same trace runs
+    # A view of a copy of the buffer: what Dynamo guards on (a view whose base has room) holds, so the same trace runs
+    # and the pieces see other memory. (A plain clone has no base: Dynamo would trace again, and the new pieces have
+    # no graphs to replay: test_a_piece_captures_only_in_the_capture_phase.)
+    ids = runner.buffers.input_ids.clone()[:8]
     with pytest.raises(RuntimeError, match="captured with"), torch.inference_mode():
         runner.piecewise.run(ids, runner.buffers.positions[:8], context)

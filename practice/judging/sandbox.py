@@ -167,15 +167,18 @@ class _ForkedChild:
     """A child forked from the judge that calls ``entry(*args)`` with what ``python -m module *args`` would
     have: its own session, stdin/stdout/stderr on pipes, the working folder ``cwd`` and the environment
     ``env`` (as os.environ), bytecode writing off, ``module`` as ``__main__`` (for multiprocessing's spawn).
-    It skips starting a second interpreter and importing pytest again (about half of judging a pure-Python
-    exercise). Only the part of :class:`subprocess.Popen` that :func:`run_child` uses."""
+    It skips starting a second interpreter and importing pytest again (with this and a leaner failure report,
+    judging exercise 180 went from 0.53 s to 0.37 s on 2 cores). Only the part of :class:`subprocess.Popen` that
+    :func:`run_child` uses."""
 
     @staticmethod
     def safe() -> bool:
-        """Forking without exec is safe only from a single-threaded process, and os.fork exists on POSIX only."""
+        """Forking without exec is safe only from a single-threaded process that has not loaded a library with
+        thread pools of its own (torch, numba: their threads and fork handlers do not survive a fork), and os.fork
+        exists on POSIX only. The command-line judge of a pure-Python exercise is such a process."""
         import threading
 
-        return hasattr(os, "fork") and threading.active_count() == 1
+        return hasattr(os, "fork") and threading.active_count() == 1 and not {"torch", "numba"} & sys.modules.keys()
 
     def __init__(self, entry: Callable[..., None], args: list[str], module: str, cwd: str, env: dict) -> None:
         pipes = [os.pipe() for _ in range(3)]   # stdin, stdout, stderr: (read end, write end)
