@@ -196,11 +196,12 @@ def test_background_process_is_killed_afterwards(exercise, tmp_path):
     assert process_gone(int(pid_file.read_text()))
 
 
-def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
-    # A double fork and setsid leave the child's process group; the judge still finds and kills it.
-    pid_file = tmp_path / "pid"
-    source = f"""\
+def daemonizing_answer(pid_file: Path, before: str = "") -> str:
+    """A correct answer that first runs ``before`` (lines of code), then leaves a grandchild running outside its
+    process group (a double fork and setsid) that writes its pid to ``pid_file``."""
+    return textwrap.dedent(f"""\
         import os, time
+        {{before}}
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
@@ -210,8 +211,13 @@ def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
         os.wait()
         def double(x):
             return 2 * x
-        """
-    assert judge_source(exercise, tmp_path, source)["status"] == "accepted"
+        """).replace("{before}", textwrap.dedent(before).strip())
+
+
+def test_daemonized_process_is_killed_afterwards(exercise, tmp_path):
+    # A double fork and setsid leave the child's process group; the judge still finds and kills it.
+    pid_file = tmp_path / "pid"
+    assert judge_source(exercise, tmp_path, daemonizing_answer(pid_file))["status"] == "accepted"
     assert process_gone(int(pid_file.read_text()))
 
 
@@ -221,8 +227,8 @@ def test_the_command_line_forks_a_child_that_runs_like_a_new_interpreter(root, t
     # `python -m judging.sandbox` to the submission, also to multiprocessing's spawn, and what it leaves running is
     # killed: a forked grandchild carries the judge's environment, not the run marker, and is found by start time.
     forked, pid_file, answer = tmp_path / "forked", tmp_path / "pid", tmp_path / "answer.py"
-    answer.write_text(textwrap.dedent(f"""\
-        import multiprocessing, os, sys, time
+    answer.write_text(daemonizing_answer(pid_file, before=f"""
+        import multiprocessing, sys
         assert sys.modules["__main__"].__spec__.name == "judging.sandbox", sys.modules["__main__"]
         assert os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1" and sys.dont_write_bytecode
         open({str(forked)!r}, "w").write(str("judging.cli" in sys.modules))   # a new interpreter has not imported it
@@ -230,15 +236,6 @@ def test_the_command_line_forks_a_child_that_runs_like_a_new_interpreter(root, t
         process.start()
         process.join(30)
         assert process.exitcode == 3, process.exitcode
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                open({str(pid_file)!r}, "w").write(str(os.getpid()))
-                time.sleep(120)
-            os._exit(0)
-        os.wait()
-        def double(x):
-            return 2 * x
         """))
     result = cli(root, "189", str(answer), "--json", "--timeout", "30")
     assert json.loads(result.stdout)["status"] == "accepted", result.stdout + result.stderr
