@@ -155,9 +155,11 @@ def _check_moe_comm(config: EngineConfig, backend: str) -> None:
         raise ValueError(f"moe_comm={config.moe_comm!r} is Ascend's (torch_npu's npu_moe_distribute_dispatch/combine, "
                          f"vllm-ascend's per-step rule) and needs backend='npu'; the {backend!r} backend exchanges "
                          "tokens with moe_comm='alltoall' or 'allgather'")
-    if config.enforce_eager is False:
-        raise ValueError(f"moe_comm={config.moe_comm!r} runs eagerly here (a decode graph would freeze one step's "
-                         "method and the emulated exchange cannot be captured); use enforce_eager=True")
+    graphs = config.compilation_config is not None and config.compilation_config.cudagraph_mode != "NONE"
+    if config.enforce_eager is False or graphs:
+        raise ValueError(f"moe_comm={config.moe_comm!r} runs eagerly here (a graph would freeze one step's method and "
+                         "the emulated exchange cannot be captured); use enforce_eager=True and no compilation_config "
+                         "graph mode")
 
 
 def _is_token_id(value: Any) -> bool:

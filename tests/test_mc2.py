@@ -168,4 +168,6 @@ def test_clear_errors(tmp_path, emulated_npu):
         LLM(checkpoint, backend="npu", block_size=16, moe_comm="deepep")
     with pytest.raises(ValueError, match="use enforce_eager=True"):
         LLM(checkpoint, backend="npu", block_size=16, moe_comm="mc2", enforce_eager=False)
+    with pytest.raises(ValueError, match="no compilation_config graph mode"):
+        LLM(checkpoint, backend="npu", block_size=16, moe_comm="auto", compilation_config={"cudagraph_mode": "PIECEWISE"})
     assert not multiprocessing.active_children()
