@@ -168,8 +168,8 @@ class _ForkedChild:
     have: its own session, stdin/stdout/stderr on pipes, the working folder ``cwd`` and the environment
     ``env`` (as os.environ), bytecode writing off, ``module`` as ``__main__`` (for multiprocessing's spawn).
     It skips starting a second interpreter and importing pytest again (with this and a leaner failure report,
-    judging exercise 180 went from 0.53 s to 0.37 s on 2 cores). Only the part of :class:`subprocess.Popen` that
-    :func:`run_child` uses."""
+    judging exercise 180 went from 0.53 s to 0.37 s, medians of ``benchmarks/judge_speed.py`` on the course's 2-core
+    Xeon development machine). Only the part of :class:`subprocess.Popen` that :func:`run_child` uses."""
 
     @staticmethod
     def safe() -> bool:

@@ -2,7 +2,8 @@
 
 A small model on a CPU spends its decode step in per-call overhead: each torch call costs a few microseconds
 before it computes anything, and a layer's rotary embedding, RMSNorm or cache write is a dozen such calls.
-A numba kernel is one call (about a microsecond) over the numpy views of the same memory. vLLM's CPU backend runs
+A numba kernel is one call (about a microsecond; both measured with torch 2.13 and numba 0.68 on a 2-core Xeon)
+over the numpy views of the same memory. vLLM's CPU backend runs
 C++ kernels for these operations (``csrc/cpu``: ``paged_attention_v1`` in ``attention.cpp`` read at vLLM commit
 08f1781; ``rotary_embedding`` in ``pos_encoding.cpp`` at 282a703, ``fused_add_rms_norm`` in ``layernorm.cpp`` at
 6d33657 and ``reshape_and_cache`` in ``cache.cpp`` at 31e15b8; ``cpu_attention_with_kv_cache``, which
