@@ -12,7 +12,8 @@ with those sizes; nothing is downloaded). In the same run:
   ``torch.add(b, c, alpha=s, out=a)``, 3 arrays), best of several;
 - the floor: the bytes one decode step reads at least (every weight once: the tied embedding counts once,
   as the LM head reads it; the embedding lookup reads one row) divided by the triad bandwidth;
-- the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding, median) and of
+- the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding, median; at batch 1 in
+  bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of
   transformers (greedy ``generate``: (time for 1 + N new tokens - time for 1) / N), side by side, and each as a
   fraction of the floor (floor / step: 1.0 reads the weights at the full measured bandwidth).
 
@@ -125,8 +126,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     bw = bandwidth(args.threads)
+    from mini_platform.ops.cpu import compiled
     print(f"machine: {hostinfo.describe()}; torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"{args.threads} thread(s)")
+          f"{args.threads} thread(s); mini_platform's cpu kernels: {compiled.describe()}")
     print(f"bandwidth (torch, {args.threads} thread(s)): copy {bw['copy'] / 1e9:.1f} GB/s, "
           f"triad {bw['triad'] / 1e9:.1f} GB/s (the floor uses the triad)")
     with tempfile.TemporaryDirectory(prefix="decode-floor-") as tmp:

@@ -320,9 +320,10 @@ class ModelRunner:
 
     def _logits(self, hidden: torch.Tensor, step: StepInput) -> torch.Tensor:
         rows = step.sample_rows
-        if len(rows) == len(step.input_ids):  # every real row samples (a decode step): nothing to gather
+        if len(rows) != len(step.input_ids):  # not every real row samples (a prefill): gather those that do
+            hidden = hidden[torch.tensor(rows, dtype=torch.long, device=self.device)]
+        with self._kernels():   # the LM head's matmul is a kernel too (ops.linear)
             return self.model.compute_logits(hidden[:len(rows)])
-        return self.model.compute_logits(hidden[torch.tensor(rows, dtype=torch.long, device=self.device)])
 
 
 def graph_wrapper_for(platform: platforms.Platform, backend: str) -> str | None:

@@ -1,15 +1,16 @@
 """The numba-compiled kernels of the ``cpu`` backend (``mini_platform/ops/cpu/compiled.py``) against the torch functions
 they stand in for: the same function run with ``MINI_PLATFORM_CPU_COMPILED=0`` and ``=1``. Rotary embedding and the
-KV cache write must be bitwise equal; RMSNorm equal up to float rounding (its sum runs in another order); bad
-input fails the same way on both paths. The compiled decode attention is tested in tests/test_attention.py.
+KV cache write must be bitwise equal; RMSNorm equal up to float rounding (its sum runs in another order), the bf16
+GEMV of ``ops.linear`` within one bf16 rounding of the exact result; bad input fails the same way on both paths. The compiled decode attention is tested in tests/test_attention.py.
 """
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from mini_platform import envs
-from mini_platform.ops.cpu import attention, compiled, layernorm, rotary
+from mini_platform.ops.cpu import attention, compiled, layernorm, linear, rotary
 from mini_platform.compilation.cpu_graph import CPUGraphWrapper
 
 pytestmark = pytest.mark.skipif(compiled._kernel() is None, reason="numba is not installed")
@@ -102,3 +103,70 @@ def test_capture_and_tracing_get_the_torch_kernels():
     assert seen == [False]   # a numba call inside a capture would not be recorded, so it never runs there
     traced = torch.compile(lambda t: layernorm.rms_norm(t, weight, 1e-6), backend="eager", fullgraph=True)
     torch.testing.assert_close(traced(x), layernorm.rms_norm(x, weight, 1e-6), rtol=1e-6, atol=1e-6)
+
+
+# -- the bf16 GEMV behind ops.linear for one token ------------------------------------------------------------------
+def _bf16(generator, *shape):
+    return (torch.randn(*shape, generator=generator) * 0.1).bfloat16()
+
+
+@pytest.mark.parametrize("rows, width, bias", [(1152, 896, True), (896, 4864, False), (7, 5, True), (33, 100, False)])
+def test_bf16_gemv_equals_fp32_products_rounded_once(monkeypatch, rows, width, bias):
+    """The GEMV sums fp32 products of the exact bf16 values and rounds once: within one bf16 rounding of the fp32
+    result, and equal to torch's bf16 F.linear but for a last bit here and there (its sum runs in another order)."""
+    g = torch.Generator().manual_seed(3)
+    x, weight = _bf16(g, 1, width), _bf16(g, rows, width)
+    b = _bf16(g, rows) if bias else None
+    assert compiled.available(x, weight, dtype=torch.bfloat16)
+    fast, slow = both(monkeypatch, lambda: linear.linear(x, weight, b))
+    assert fast.dtype == torch.bfloat16 and fast.shape == (1, rows)
+    exact = F.linear(x.float(), weight.float(), None if b is None else b.float())
+    torch.testing.assert_close(fast.float(), exact, rtol=2 ** -8, atol=1e-6)   # one bf16 rounding
+    assert (fast == slow).float().mean() > 0.99
+    assert torch.equal(slow, F.linear(x, weight, b))   # the torch path is F.linear itself
+
+
+def test_bf16_gemv_reads_every_column_and_row():
+    """A one-hot input picks one column of the weight, exactly: no column or row skipped or read twice, whatever the
+    prefetch distance (rows near the end are not prefetched)."""
+    g = torch.Generator().manual_seed(4)
+    weight = _bf16(g, 37, 70)
+    for k in (0, 31, 32, 69):
+        x = torch.zeros(1, 70, dtype=torch.bfloat16)
+        x[0, k] = 1.0
+        assert torch.equal(compiled.linear_bf16(x, weight), weight[:, k].unsqueeze(0))
+    x = _bf16(g, 1, 70)
+    bias = _bf16(g, 37)
+    assert torch.equal(compiled.linear_bf16(x.view(1, 1, 70), weight, bias).view(1, 37), compiled.linear_bf16(x, weight, bias))
+
+
+def test_linear_takes_the_gemv_only_for_one_contiguous_bf16_token(monkeypatch):
+    calls = []
+    monkeypatch.setattr(compiled, "linear_bf16", lambda *args: calls.append(args) or F.linear(*args))
+    g = torch.Generator().manual_seed(5)
+    weight = _bf16(g, 16, 32)
+    linear.linear(_bf16(g, 1, 32), weight)
+    linear.linear(_bf16(g, 1, 1, 32), weight)
+    assert len(calls) == 2
+    for x, w in [(_bf16(g, 2, 32), weight),                     # two tokens: a GEMM, torch's
+                 (_bf16(g, 1, 32).float(), weight.float()),     # fp32: torch's F.linear reads it fast already
+                 (_bf16(g, 1, 32), _bf16(g, 32, 16).t())]:      # a transposed weight
+        assert torch.equal(linear.linear(x, w), F.linear(x, w))
+    assert len(calls) == 2
+    monkeypatch.setenv(envs.CPU_COMPILED, "0")
+    linear.linear(_bf16(g, 1, 32), weight)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("x, weight, bias", [
+    (torch.ones(1, 31, dtype=torch.bfloat16), torch.ones(16, 32, dtype=torch.bfloat16), None),
+    (torch.ones(1, 32, dtype=torch.bfloat16), torch.ones(16, 32, dtype=torch.bfloat16),
+     torch.ones(15, dtype=torch.bfloat16)),
+])
+def test_linear_with_mismatched_shapes_raises_torch_error(x, weight, bias):
+    """Shapes the GEMV would read past are never given to it: F.linear runs and raises torch's own error."""
+    with pytest.raises(RuntimeError) as fast:
+        linear.linear(x, weight, bias)
+    with pytest.raises(RuntimeError) as torch_error:
+        F.linear(x, weight, bias)
+    assert str(fast.value) == str(torch_error.value)

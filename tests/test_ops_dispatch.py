@@ -95,6 +95,29 @@ def test_register_backend_adds_an_out_of_tree_backend_lazily(monkeypatch, tmp_pa
         assert ops.current_backend() == "vendor"
     with pytest.raises(KernelUnavailableError, match="'silu_and_mul' is not available in the 'vendor' backend"):
         ops.silu_and_mul(torch.ones(1, 4), backend="vendor")
+    # linear is the one kernel a backend may leave out: torch's F.linear serves it, and the missing module is
+    # searched for once
+    monkeypatch.setattr(ops, "_missing_modules", set())
+    x, weight = torch.randn(2, 4), torch.randn(3, 4)
+    assert ops.get_kernel("linear", "vendor") is torch.nn.functional.linear
+    assert torch.equal(ops.linear(x, weight, backend="vendor"), torch.nn.functional.linear(x, weight))
+    assert ops._missing_modules == {"vendor_kernels.linear"}
+    (package / "activation.py").write_text("")
+    with pytest.raises(KernelUnavailableError, match="vendor_kernels.activation does not define it"):
+        ops.silu_and_mul(torch.ones(1, 4), backend="vendor")
+
+
+def test_a_backend_own_linear_replaces_the_default(monkeypatch, tmp_path):
+    (tmp_path / "vendor_gemm").mkdir()
+    (tmp_path / "vendor_gemm" / "__init__.py").write_text("")
+    (tmp_path / "vendor_gemm" / "linear.py").write_text("def linear(x, weight, bias=None):\n    return 'vendor gemm'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(ops, "BACKEND_PACKAGES", dict(ops.BACKEND_PACKAGES))
+    ops.register_backend("vendor", "vendor_gemm")
+    assert ops.linear(torch.ones(1, 4), torch.ones(2, 4), backend="vendor") == "vendor gemm"
+    from mini_platform.ops.cpu import linear
+    assert ops.get_kernel("linear", "cpu") is linear.linear
+    assert ops.get_kernel("linear", "triton") is torch.nn.functional.linear   # cuBLAS through torch on a GPU
 
 
 @pytest.mark.parametrize("name, package, match", [

@@ -11,7 +11,8 @@
 vLLM's names (``"rms_norm"``, ``"rotary_embedding"``): a platform plugin can replace them with its own subclass
 (``CustomOp.register_oot``), whose ``forward_oot`` then runs on its platform.
 
-Matmuls are plain ``F.linear``. Q/K/V and gate/up are merged into one weight each (one matmul
+Matmuls are ``ops.linear`` (``F.linear`` unless the backend has its own: the ``cpu`` backend runs a compiled GEMV
+for one bf16 token). Q/K/V and gate/up are merged into one weight each (one matmul
 instead of three or two); :class:`MergedLinear` records which rows came from which checkpoint tensor.
 
 Tensor parallelism (chapter 8): the layers ask ``get_tp_group()`` for the group they are split over
@@ -58,7 +59,7 @@ class Linear(nn.Module):
         self.bias = _param(out_features, dtype=dtype) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight, self.bias)
+        return ops.linear(x, self.weight, self.bias)
 
 
 class MergedLinear(Linear):
@@ -92,7 +93,7 @@ class RowParallelLinear(Linear):
         self.shard = Shard(1, self.tp.rank_in_group * self.weight.shape[1], in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.tp.all_reduce(F.linear(x, self.weight, self.bias if self.tp.rank_in_group == 0 else None))
+        return self.tp.all_reduce(ops.linear(x, self.weight, self.bias if self.tp.rank_in_group == 0 else None))
 
 
 class VocabParallelEmbedding(nn.Module):
@@ -119,7 +120,7 @@ class VocabParallelEmbedding(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """``[T, H]`` -> fp32 logits ``[T, V]`` over the whole vocabulary, on every rank."""
-        logits = F.linear(hidden, self.weight).float()
+        logits = ops.linear(hidden, self.weight).float()
         return self.tp.all_gather(logits, dim=-1)[:, :self.num_embeddings]
 
 

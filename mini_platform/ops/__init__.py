@@ -12,9 +12,14 @@ lives and imports the backend module on first use:
 An out-of-tree platform adds its own backend with :func:`register_backend` (from a general plugin,
 before the engine starts) and names it in its ``kernel_backend``.
 
+``linear`` (the matmul of every linear layer) is the one kernel a backend may leave out: without its own it gets
+``torch.nn.functional.linear`` on whatever device the tensors live (``DEFAULT_KERNELS``), as vLLM's
+``dispatch_unquantized_gemm`` gives every platform but ROCm and the CPU ``F.linear`` (vLLM commit 0035860,
+``vllm/model_executor/layers/utils.py``). The ``cpu`` backend has its own: a compiled GEMV for one bf16 token.
+
 The backend is, in order: the ``backend=`` argument, the innermost :func:`use_backend` block, the
 ``MINI_PLATFORM_KERNEL_BACKEND`` variable, ``current_platform.kernel_backend``. A backend that lacks
-a kernel raises :class:`KernelUnavailableError`; there is never a silent fallback to another backend.
+any other kernel raises :class:`KernelUnavailableError`; there is never a silent fallback to another backend.
 """
 from __future__ import annotations
 
@@ -50,7 +55,12 @@ KERNEL_MODULES = {
     "mla_decode_attention": "mla",
     "gather_mla_cache": "mla",
     "mla_prefill_attention": "mla",
+    "linear": "linear",
 }
+
+# Kernels a backend may leave out, and the module whose function of the same name serves them then.
+DEFAULT_KERNELS = {"linear": "torch.nn.functional"}
+_missing_modules: set[str] = set()   # backend modules of DEFAULT_KERNELS found missing once: not searched again
 
 
 class KernelUnavailableError(NotImplementedError):
@@ -79,8 +89,8 @@ def use_backend(name: str) -> Iterator[None]:
 
 def register_backend(name: str, package: str) -> None:
     """Add kernel backend ``name``, served by ``package``: one module per kernel family, named as in
-    ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``, ``mla``), each defining the
-    kernels of the same names. Nothing is imported until a kernel is first asked for. Registering a name
+    ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``, ``mla``; ``linear`` is
+    optional), each defining the kernels of the same names. Nothing is imported until a kernel is first asked for. Registering a name
     again with the same package does nothing; with another package it is an error (built-ins included).
     """
     if not isinstance(name, str) or not name.isidentifier():
@@ -91,6 +101,7 @@ def register_backend(name: str, package: str) -> None:
     if registered is not None and registered != package:
         raise ValueError(f"kernel backend {name!r} is already served by {registered!r}; pick another name")
     BACKEND_PACKAGES[name] = package
+    _missing_modules.clear()   # a package registered anew (a rebuilt plugin) is searched again
 
 
 def unregister_backend(name: str) -> None:
@@ -99,6 +110,7 @@ def unregister_backend(name: str) -> None:
     if name in _BUILTIN_BACKENDS:
         raise ValueError(f"{name!r} is a built-in kernel backend and cannot be unregistered")
     BACKEND_PACKAGES.pop(name, None)
+    _missing_modules.clear()
 
 
 def _check_backend(name: str) -> None:
@@ -130,15 +142,21 @@ def get_kernel(kernel: str, backend: str | None = None) -> Callable[..., Any]:
         raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNEL_MODULES)}")
     name = current_backend(backend)
     module_name = f"{BACKEND_PACKAGES[name]}.{KERNEL_MODULES[kernel]}"
-    try:
-        module = _import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise  # the module exists but a dependency of it is missing: say so, do not hide it
-        raise KernelUnavailableError(kernel, name, f"no module {module_name}") from None
+    module = None
+    if module_name not in _missing_modules:
+        try:
+            module = _import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise  # the module exists but a dependency of it is missing: say so, do not hide it
+            if kernel in DEFAULT_KERNELS:
+                _missing_modules.add(module_name)
     impl = getattr(module, kernel, None)
+    if impl is None and kernel in DEFAULT_KERNELS:
+        return getattr(_import_module(DEFAULT_KERNELS[kernel]), kernel)
     if impl is None:
-        raise KernelUnavailableError(kernel, name, f"{module_name} does not define it")
+        reason = f"no module {module_name}" if module is None else f"{module_name} does not define it"
+        raise KernelUnavailableError(kernel, name, reason)
     return impl
 
 
@@ -181,6 +199,12 @@ def _import_module(module_name: str) -> Any:
 # -- the public kernels --------------------------------------------------------------------------
 # Shapes use T = tokens, H = hidden size, nh / nkv = query / key-value heads, hd = head dim,
 # B = sequences, nb = blocks, bs = block size.
+
+def linear(x, weight, bias=None, *, backend: str | None = None):
+    """``x @ weight.T + bias``, the matmul of every linear layer: x ``[..., K]``, weight ``[N, K]``, bias ``[N]`` or
+    None -> ``[..., N]`` in x's dtype. A backend without its own runs ``torch.nn.functional.linear``."""
+    return get_kernel("linear", backend)(x, weight, bias)
+
 
 def rms_norm(x, weight, eps: float, *, backend: str | None = None):
     """``x * rsqrt(mean(x**2, -1) + eps) * weight``; x ``[..., H]``, weight ``[H]``; computed in fp32, returned in x's dtype."""

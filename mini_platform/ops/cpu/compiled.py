@@ -1,4 +1,5 @@
-"""CPU kernels compiled with numba: what the ``cpu`` backend runs for fp32 tensors when numba is installed.
+"""CPU kernels compiled with numba: what the ``cpu`` backend runs for fp32 tensors (and a bf16 matmul of one token)
+when numba is installed.
 
 A small model on a CPU spends its decode step in per-call overhead: each torch call costs a few microseconds
 before it computes anything, and a layer's rotary embedding, RMSNorm or cache write is a dozen such calls.
@@ -17,15 +18,18 @@ specification; these follow them:
 - :func:`rms_norm`: the residual add bitwise equal; the mean of squares summed in another order, so the result is
   equal up to float rounding.
 - :func:`reshape_and_cache`: copies, bitwise equal; out-of-range slots found in the same pass.
+- :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
+  (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
-only where :func:`available` says so: fp32 CPU tensors, numba installed, ``MINI_PLATFORM_CPU_COMPILED`` not ``0``,
-and neither a CPU graph capture nor a ``torch.compile`` trace in progress (neither can see inside a numba call;
-both then get the torch version). :func:`describe` says which runs.
+only where :func:`available` says so: fp32 CPU tensors (bf16 for the GEMV), numba installed,
+``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and neither a CPU graph capture nor a ``torch.compile`` trace in progress
+(neither can see inside a numba call; both then get the torch version). :func:`describe` says which runs.
 """
 from __future__ import annotations
 
 import functools
+import importlib
 
 import numpy as np
 import torch
@@ -150,8 +154,10 @@ def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
     return -1
 
 
-_KERNELS = {"decode": (decode_kernel, {"reassoc", "contract"}), "rotary": (rotary_kernel, False),
-            "rms_norm": (rms_norm_kernel, {"reassoc"}), "reshape_and_cache": (reshape_and_cache_kernel, False)}
+_KERNELS = {"decode": (decode_kernel, {"fastmath": {"reassoc", "contract"}}), "rotary": (rotary_kernel, {}),
+            "rms_norm": (rms_norm_kernel, {"fastmath": {"reassoc"}}), "reshape_and_cache": (reshape_and_cache_kernel, {}),
+            # parallel, and built on LLVM intrinsics (numba.extending): in its own module, imported only with numba
+            "gemv_bf16": ("gemv", {"fastmath": True, "parallel": True})}
 
 
 @functools.lru_cache(maxsize=None)
@@ -162,21 +168,24 @@ def _kernel(name: str = "decode"):
         import numba
     except ImportError:
         return None
-    function, fastmath = _KERNELS[name]
-    options = dict(nogil=True, fastmath=fastmath, error_model="numpy")
+    function, options = _KERNELS[name]
+    if isinstance(function, str):
+        function = getattr(importlib.import_module(f"{__package__}.{function}"), name)
+    options = dict(nogil=True, error_model="numpy", **options)
     try:
         return numba.njit(cache=True, **options)(function)
     except RuntimeError:  # no writable place to cache it (a read-only install): compile in every process
         return numba.njit(**options)(function)
 
 
-def available(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled kernels run these inputs: fp32 CPU tensors, no autograd, numba installed,
-    ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph capture or ``torch.compile`` trace in progress."""
+def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> bool:
+    """Whether the compiled kernels run these inputs: CPU tensors of ``dtype`` (fp32 for all but
+    :func:`linear_bf16`), no autograd, numba installed, ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph
+    capture or ``torch.compile`` trace in progress."""
     if torch.compiler.is_compiling() or is_capturing() or not envs.cpu_compiled():
         return False
     for t in tensors:
-        if t.dtype is not torch.float32 or not t.is_cpu or t.requires_grad:
+        if t.dtype is not dtype or not t.is_cpu or t.requires_grad:
             return False
     return _kernel() is not None
 
@@ -258,3 +267,29 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
         raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
                          f"{key_cache.shape[1]} slots)")
     return True
+
+
+_NO_BIAS = np.empty(0, dtype=np.int16)
+
+
+def _use_torch_threads() -> None:
+    """Run numba's parallel kernels on as many threads as torch uses (a tensor-parallel worker uses fewer than the
+    machine has cores)."""
+    import numba
+    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    if numba.get_num_threads() != threads:
+        numba.set_num_threads(threads)
+
+
+def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear`` for one bf16 token, ``x`` ``[..., K]`` holding a single row, on the compiled GEMV of :mod:`.gemv`:
+    fp32 products and sums, rounded to bf16 once. Needs :func:`available` with ``dtype=torch.bfloat16``; the caller
+    checks the shapes and that ``weight`` is contiguous."""
+    rows, width = weight.shape
+    out = np.empty(rows, dtype=np.float32)
+    extra = _array(bias.view(torch.int16)) if bias is not None else _NO_BIAS
+    _use_torch_threads()
+    # Prefetch about 8 KiB ahead: 4 rows of a hidden size of 896 (Qwen2.5-0.5B), 1 row of its MLP's 4864.
+    _kernel("gemv_bf16")(_array(x.view(torch.int16)).reshape(width), weight.view(torch.int16).numpy(), extra, out,
+                         max(1, 8192 // (2 * width)))
+    return torch.from_numpy(out).to(torch.bfloat16).view(*x.shape[:-1], rows)
