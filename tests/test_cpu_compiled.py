@@ -1,7 +1,8 @@
 """The numba-compiled kernels of the ``cpu`` backend (``mini_platform/ops/cpu/compiled.py``) against the torch functions
 they stand in for: the same function run with ``MINI_PLATFORM_CPU_COMPILED=0`` and ``=1``. Rotary embedding and the
 KV cache write must be bitwise equal; RMSNorm equal up to float rounding (its sum runs in another order), the bf16
-GEMV of ``ops.linear`` within one bf16 rounding of the exact result; bad input fails the same way on both paths. The compiled decode attention is tested in tests/test_attention.py.
+GEMV of ``ops.linear`` within one bf16 rounding of the exact result; bad input fails the same way on both paths.
+The compiled decode attention is tested in tests/test_attention.py.
 """
 from __future__ import annotations
 
@@ -137,7 +138,8 @@ def test_bf16_gemv_reads_every_column_and_row():
         assert torch.equal(compiled.linear_bf16(x, weight), weight[:, k].unsqueeze(0))
     x = _bf16(g, 1, 70)
     bias = _bf16(g, 37)
-    assert torch.equal(compiled.linear_bf16(x.view(1, 1, 70), weight, bias).view(1, 37), compiled.linear_bf16(x, weight, bias))
+    three_dims = compiled.linear_bf16(x.view(1, 1, 70), weight, bias)
+    assert three_dims.shape == (1, 1, 37) and torch.equal(three_dims.view(1, 37), compiled.linear_bf16(x, weight, bias))
 
 
 def test_linear_takes_the_gemv_only_for_one_contiguous_bf16_token(monkeypatch):

@@ -90,8 +90,9 @@ def use_backend(name: str) -> Iterator[None]:
 def register_backend(name: str, package: str) -> None:
     """Add kernel backend ``name``, served by ``package``: one module per kernel family, named as in
     ``KERNEL_MODULES`` (``layernorm``, ``rotary``, ``activation``, ``attention``, ``moe``, ``mla``; ``linear`` is
-    optional), each defining the kernels of the same names. Nothing is imported until a kernel is first asked for. Registering a name
-    again with the same package does nothing; with another package it is an error (built-ins included).
+    optional), each defining the kernels of the same names. Nothing is imported until a kernel is first asked for.
+    Registering a name again with the same package does nothing; with another package it is an error (built-ins
+    included).
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a kernel backend name must be a Python identifier, got {name!r}")

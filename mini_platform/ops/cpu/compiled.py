@@ -179,7 +179,8 @@ def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
 
 
 _KERNELS = {"decode": (decode_kernel, {"fastmath": {"reassoc", "contract"}}), "rotary": (rotary_kernel, {}),
-            "rms_norm": (rms_norm_kernel, {"fastmath": {"reassoc"}}), "reshape_and_cache": (reshape_and_cache_kernel, {}),
+            "rms_norm": (rms_norm_kernel, {"fastmath": {"reassoc"}}),
+            "reshape_and_cache": (reshape_and_cache_kernel, {}),
             # parallel, and built on LLVM intrinsics (numba.extending): in its own module, imported only with numba
             "gemv_bf16": ("gemv", {"fastmath": True, "parallel": True})}
 
