@@ -8,6 +8,7 @@ of the run (tests/conftest.py), never asserted, since tests never assert wall-cl
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import time
 from pathlib import Path
@@ -53,6 +54,10 @@ def test_notebook_is_committed_without_outputs(path):
              if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
     assert not dirty, (f"{path.name}: code cells {dirty} have outputs or execution counts; strip them "
                        f"(jupyter nbconvert --clear-output --inplace {path.name})")
+    with open(path, encoding="utf-8") as f:   # nbformat.read fills in missing ids (and only warns): read the file
+        missing = [index for index, cell in enumerate(json.load(f)["cells"]) if "id" not in cell]
+    assert not missing, (f"{path.name}: cells {missing} have no id (nbformat 4.5 requires one; newer nbformat "
+                         f"will refuse the file); give each a unique one, or run nbformat.validator.normalize")
 
 
 def test_notebook_executes_top_to_bottom(path, record_property, tmp_path):
