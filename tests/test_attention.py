@@ -122,7 +122,7 @@ def decode_path(request, monkeypatch):
     monkeypatch.setenv("MINI_PLATFORM_CPU_COMPILED", "1" if request.param == "compiled" else "0")
 
     def takes_named_path(*tensors):
-        return compiled.available(*tensors) == (request.param == "compiled")
+        return compiled.available(*tensors, dtype=tensors[0].dtype) == (request.param == "compiled")
     return takes_named_path
 
 
@@ -145,7 +145,7 @@ def test_batched_cpu_kernel_matches_the_loop_specification(seed, decode_path):
     dtype = torch.bfloat16 if seed % 4 == 3 else torch.float32
     batch = make_batch(requests, num_heads, num_kv_heads, block_size, dtype, seed=1000 + seed)
     poison_unwritten(batch, invalid_block_id=-1 if seed % 2 else 10**6)
-    assert dtype != torch.float32 or decode_path(*batch[:3])
+    assert decode_path(*batch[:3])   # fp32 and bf16 both have a compiled decode path
     got = paged_attention(*batch, 0.3)
     want = paged_attention_reference(*batch, 0.3)
     assert got.dtype == dtype and got.shape == want.shape
@@ -212,15 +212,17 @@ def test_compiled_decode_kernel_takes_any_layout_and_names_a_bad_block_id():
 
 
 def test_compiled_decode_kernel_runs_only_what_it_was_compiled_for(monkeypatch):
-    """The compiled kernel takes fp32 CPU tensors without autograd, unless MINI_PLATFORM_CPU_COMPILED=0; other
-    dtypes (their numbers are checked in the random-batch test above) go to the torch kernel; a value of the
-    variable that means nothing is refused."""
+    """The compiled kernel takes fp32 CPU tensors (or bf16 ones, all three) without autograd, unless
+    MINI_PLATFORM_CPU_COMPILED=0; mixed or other dtypes (their numbers are checked in the random-batch test above) go
+    to the torch kernel; a value of the variable that means nothing is refused."""
     from mini_platform import envs
     from mini_platform.ops.cpu import compiled
     cache = torch.zeros(2, 16, 2, HEAD_DIM)
     query = torch.zeros(1, 4, HEAD_DIM)
     assert compiled.available(query, cache, cache) and compiled.describe().startswith("compiled with numba")
     assert not compiled.available(query.bfloat16(), cache, cache)
+    assert not compiled.available(query.bfloat16(), cache, cache, dtype=torch.bfloat16)
+    assert compiled.available(query.bfloat16(), cache.bfloat16(), cache.bfloat16(), dtype=torch.bfloat16)
     assert not compiled.available(query, cache.half(), cache) and not compiled.available(query, cache, cache.half())
     assert not compiled.available(query.requires_grad_(), cache, cache)
     monkeypatch.setenv(envs.CPU_COMPILED, "0")

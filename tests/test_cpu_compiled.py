@@ -188,3 +188,63 @@ def test_exp_nonpositive_is_within_1e7_of_exp_plain_and_compiled():
         assert (np.abs(values / exact - 1) < 1e-7).all()
     assert compiled.exp_nonpositive(np.float32(0.0)) == 1.0
     assert compiled.exp_nonpositive(np.float32(-87.5)) == 0.0 and compiled.exp_nonpositive(np.float32(-1e4)) == 0.0
+
+
+# -- bf16 through the same kernels: the decode attention and the cache write read bf16 bits, rotary and RMSNorm widen --
+def test_bf16_rotary_and_cache_write_are_bitwise_the_torch_ones(monkeypatch):
+    g = torch.Generator().manual_seed(6)
+    positions = torch.tensor([0, 5, 31, 7, 5])
+    query, key = _bf16(g, 5, 4 * 16), _bf16(g, 5, 2 * 16)
+    cache = torch.randn(32, 16, generator=g)
+    for neox in (True, False):
+        (q1, k1), (q2, k2) = both(monkeypatch, lambda: rotary.rotary_embedding(positions, query, key, 16, cache, neox))
+        assert q1.dtype == torch.bfloat16 and torch.equal(q1, q2) and torch.equal(k1, k2)
+    new, slots = _bf16(g, 5, 2, 8), torch.tensor([9, -1, 0, 15, -1], dtype=torch.int32)
+
+    def write():
+        caches = (torch.full((4, 4, 2, 8), float("nan"), dtype=torch.bfloat16),
+                  torch.full((4, 4, 2, 8), float("nan"), dtype=torch.bfloat16))
+        attention.reshape_and_cache(new, new, *caches, slots)
+        return caches
+
+    calls = []
+    monkeypatch.setattr(compiled, "_kernel", lambda name="decode", _k=compiled._kernel: calls.append(name) or _k(name))
+    (k1, v1), (k2, v2) = both(monkeypatch, write)
+    assert calls.count("reshape_and_cache") == 1   # the compiled write ran (the second run is the torch one)
+    assert torch.equal(k1.nan_to_num(7.0), k2.nan_to_num(7.0)) and torch.equal(k1.view(16, 2, 8)[9], new[0])
+
+
+def test_bf16_rms_norm_is_torch_rms_norm_up_to_rounding(monkeypatch):
+    g = torch.Generator().manual_seed(7)
+    x, residual, weight = _bf16(g, 6, 96), _bf16(g, 6, 96), (1 + _bf16(g, 96)).bfloat16()
+    assert compiled.available(x, weight, dtype=torch.bfloat16)
+    fast, slow = both(monkeypatch, lambda: layernorm.rms_norm(x, weight, 1e-6))
+    assert fast.dtype == torch.bfloat16
+    torch.testing.assert_close(fast, slow, rtol=2 ** -7, atol=0)   # at most one bf16 rounding apart
+    exact = torch.rms_norm(x.float(), (96,), weight.float(), 1e-6)
+    torch.testing.assert_close(fast.float(), exact, rtol=2 ** -8, atol=1e-6)
+    (out1, sum1), (out2, sum2) = both(monkeypatch, lambda: layernorm.fused_add_rms_norm(x, residual, weight, 1e-6))
+    assert torch.equal(sum1, sum2) and sum1.dtype == torch.bfloat16   # the sum rounded to bf16 before the norm
+    torch.testing.assert_close(out1, out2, rtol=2 ** -7, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bf16_decode_attention_matches_the_torch_path_and_reads_no_unwritten_slot(monkeypatch, seed):
+    import random
+    rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    block_size, (num_heads, num_kv_heads) = rng.choice([1, 4, 16]), rng.choice([(4, 4), (4, 2), (6, 1)])
+    lengths = [rng.randint(1, 40) for _ in range(rng.randint(1, 6))]
+    width = -(-max(lengths) // block_size)
+    key_cache = torch.full((len(lengths) * width + 1, block_size, num_kv_heads, 16), float("nan"), dtype=torch.bfloat16)
+    value_cache = key_cache.clone()
+    tables = torch.randperm(key_cache.shape[0] - 1, generator=g)[:len(lengths) * width].view(-1, width).int()
+    for b, n in enumerate(lengths):   # write only the slots each request uses: the rest stays NaN
+        for p in range(n):
+            key_cache[tables[b, p // block_size], p % block_size] = _bf16(g, num_kv_heads, 16)
+            value_cache[tables[b, p // block_size], p % block_size] = _bf16(g, num_kv_heads, 16)
+    query, seq_lens = _bf16(g, len(lengths), num_heads, 16), torch.tensor(lengths, dtype=torch.int32)
+    assert compiled.available(query, key_cache, value_cache, dtype=torch.bfloat16)
+    fast, slow = both(monkeypatch, lambda: attention.paged_decode_attention(query, key_cache, value_cache, tables,
+                                                                          seq_lens, 0.25))
+    assert fast.dtype == torch.bfloat16 and not fast.isnan().any()
+    torch.testing.assert_close(fast, slow, rtol=2 ** -7, atol=1e-3)

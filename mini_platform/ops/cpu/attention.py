@@ -11,7 +11,7 @@ Two versions of paged attention, equal up to float rounding:
 - :func:`paged_attention`, the ``cpu`` kernel the engine runs, does the same for all requests at once:
   it gathers K/V by block table into a padded batch and runs one masked ``scaled_dot_product_attention``
   (decode requests and prompt requests in separate batches, so a long prompt does not pad every decode).
-  Decode batches in fp32 go to the numba-compiled kernel of :mod:`.compiled` instead when numba is installed.
+  Decode batches in fp32 or bf16 go to the numba-compiled kernel of :mod:`.compiled` instead when numba is installed.
 
 Both read lengths on the host, which a graph cannot hold (see :mod:`mini_platform.ops.graph`). While a
 graph is being captured, the two decode-step kernels take a fixed-shape form instead, with no host reads:
@@ -101,9 +101,10 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     num_slots = key_cache.shape[0] * key_cache.shape[1]
     if not slot_mapping.numel():
         return
-    if compiled.available(key, value, key_cache, value_cache) and \
+    if key.dtype in compiled.WIDENED_DTYPES and \
+            compiled.available(key, value, key_cache, value_cache, dtype=key.dtype) and \
             compiled.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
-        return   # fp32 with numba: checked and written in one call
+        return   # fp32 or bf16 with numba: checked and written in one call
     low, high = (int(x) for x in slot_mapping.aminmax())
     if high >= num_slots:
         raise ValueError(f"slot {high} is outside the cache ({key_cache.shape[0]} blocks x {key_cache.shape[1]} slots)")
@@ -196,7 +197,7 @@ def _decode_batch(query: torch.Tensor, key_cache: torch.Tensor, value_cache: tor
                   same_length: bool = False) -> torch.Tensor:
     """A decode batch on the compiled kernel when it can run these inputs (:mod:`.compiled`: no gather, one
     call), else with :func:`_attend_decodes`. Same arguments and result."""
-    if compiled.available(query, key_cache, value_cache):
+    if query.dtype in compiled.WIDENED_DTYPES and compiled.available(query, key_cache, value_cache, dtype=query.dtype):
         return compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
     return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max_len, scale, same_length)
 

@@ -1,5 +1,4 @@
-"""CPU kernels compiled with numba: what the ``cpu`` backend runs for fp32 tensors (and a bf16 matmul of one token)
-when numba is installed.
+"""CPU kernels compiled with numba: what the ``cpu`` backend runs for fp32 and bf16 tensors when numba is installed.
 
 A small model on a CPU spends its decode step in per-call overhead: each torch call costs a few microseconds
 before it computes anything, and a layer's rotary embedding, RMSNorm or cache write is a dozen such calls.
@@ -21,8 +20,13 @@ specification; these follow them:
 - :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
   (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
+bf16 (numpy has none): the decode attention and the cache write read bf16 tensors through int16 views of their bits,
+widened exactly where a value is used (:func:`as_f32`), and copy them as bits; RMSNorm (without the residual: the
+torch code adds and rounds the sum first) and rotary embedding widen the whole tensor first; all compute in fp32 and
+round once, as the torch versions do.
+
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
-only where :func:`available` says so: fp32 CPU tensors (bf16 for the GEMV), numba installed,
+only where :func:`available` says so: CPU tensors of the dtypes they take, numba installed,
 ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and neither a CPU graph capture nor a ``torch.compile`` trace in progress
 (neither can see inside a numba call; both then get the torch version). :func:`describe` says which runs.
 """
@@ -62,9 +66,19 @@ def exp_nonpositive(x):
     return (p * r * r + r + np.float32(1.0)) * _POW2[np.int64(k) + 126]
 
 
+def as_f32(value):
+    """``value`` as an fp32 number: itself when it is one, and a bf16 given as its 16 bits (an int16: the kernels see
+    a bf16 tensor through an int16 view, numpy has no bf16) widened exactly, ``bits << 16``. Compiled inline where a
+    kernel calls it (:func:`_register_helpers`)."""
+    if isinstance(value, np.int16):
+        return (np.uint32(np.uint16(value)) << np.uint32(16)).view(np.float32)
+    return value
+
+
 def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     """Paged decode attention over numpy arrays, in loops numba compiles (plain Python runs it too, slowly).
-    q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``, fp32; block_tables/seq_lens int32. Writes ``out``;
+    q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``: q and the caches fp32, or all three the int16 bits of bf16
+    values (:func:`as_f32`), out fp32; block_tables/seq_lens int32. Writes ``out``;
     returns the first request whose length or used block-table entries are out of range (then ``out`` is unset),
     or -1. Nothing is read before these checks: compiled code does not check bounds."""
     num_seqs, num_heads, head_dim = q.shape
@@ -88,14 +102,14 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
         for h in range(num_kv_heads):  # the `group` query heads of KV head h, together: each K/V row read once
             for j in range(group):
                 for d in range(head_dim):
-                    qs[j, d] = q[b, h * group + j, d] * scale
+                    qs[j, d] = as_f32(q[b, h * group + j, d]) * scale
             for i in range(num_used):  # scores: token t = i * bs + offset lives in block block_tables[b, i]
                 block, first = block_tables[b, i], i * block_size
                 for offset in range(min(block_size, length - first)):
                     for j in range(group):
                         s = np.float32(0.0)
                         for d in range(head_dim):
-                            s += qs[j, d] * k_cache[block, offset, h, d]
+                            s += qs[j, d] * as_f32(k_cache[block, offset, h, d])
                         probs[j, first + offset] = s
             for j in range(group):  # softmax over the request's own tokens
                 top = probs[j, 0]
@@ -115,7 +129,7 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
                     for j in range(group):
                         p = probs[j, first + offset]
                         for d in range(head_dim):
-                            acc[j, d] += p * v_cache[block, offset, h, d]
+                            acc[j, d] += p * as_f32(v_cache[block, offset, h, d])
             for j in range(group):
                 for d in range(head_dim):
                     out[b, h * group + j, d] = acc[j, d]
@@ -151,17 +165,18 @@ def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style
 
 def rms_norm_kernel(x, residual, weight, eps, out, summed):
     """Rows of ``x`` ``[T, H]`` plus ``residual`` (when it has rows; the sum written to ``summed``), then
-    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32."""
+    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32. ``x`` and ``weight`` may be bf16 bits
+    (:func:`as_f32`) when there is no residual; ``out`` and ``summed`` are fp32."""
     width = x.shape[1]
     for t in range(x.shape[0]):
         total = np.float32(0.0)
         for d in range(width):
-            value = x[t, d] + residual[t, d] if residual.shape[0] else x[t, d]
+            value = x[t, d] + residual[t, d] if residual.shape[0] else as_f32(x[t, d])
             summed[t, d] = value
             total += value * value
         scale = np.float32(1.0) / np.sqrt(total / np.float32(width) + np.float32(eps))
         for d in range(width):
-            out[t, d] = summed[t, d] * scale * weight[d]
+            out[t, d] = summed[t, d] * scale * as_f32(weight[d])
 
 
 def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
@@ -187,9 +202,22 @@ _KERNELS = {"decode": (decode_kernel, {"fastmath": {"reassoc", "contract"}}), "r
 
 @functools.cache
 def _register_helpers() -> None:
-    """Let numba compile the helpers the kernels call (plain Python functions) inline wherever a kernel calls them."""
-    from numba.extending import register_jitable
+    """Let numba compile the helpers the kernels call (plain Python functions) inline wherever a kernel calls them.
+    ``as_f32`` is compiled per type: the identity on floats, the exact widening of :mod:`.gemv` on int16 bits (a kernel
+    cached on disk is not recompiled when that module changes: clear ``__pycache__`` after editing it)."""
+    from numba import types
+    from numba.extending import overload, register_jitable
+
+    from .gemv import bf16_to_f32
+
     register_jitable(inline="always")(exp_nonpositive)
+
+    @overload(as_f32, inline="always")
+    def _as_f32(value):
+        if isinstance(value, types.Integer) and value.bitwidth == 16:
+            return lambda value: bf16_to_f32(value)
+        if isinstance(value, types.Float):
+            return lambda value: value
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,6 +251,11 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
     return _kernel() is not None
 
 
+# The dtypes the decode attention and the KV cache write take (bf16 through int16 views of its bits); the other
+# kernels take fp32 only (the GEMV bf16 only).
+WIDENED_DTYPES = (torch.float32, torch.bfloat16)
+
+
 def describe() -> str:
     """Which kernels the ``cpu`` backend runs for fp32 models, in words (benchmarks print it)."""
     if not envs.cpu_compiled():
@@ -234,8 +267,10 @@ def describe() -> str:
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
-    """The numpy view of a CPU tensor's memory (of a contiguous copy when it is not contiguous)."""
-    return (t if t.is_contiguous() else t.contiguous()).numpy()
+    """The numpy view of a CPU tensor's memory (of a contiguous copy when it is not contiguous); a bf16 tensor's as
+    int16 bits (numpy has no bf16)."""
+    t = t if t.is_contiguous() else t.contiguous()
+    return (t.view(torch.int16) if t.dtype is torch.bfloat16 else t).numpy()
 
 
 # The wrappers below work on numpy views and return tensors made with torch.from_numpy: a torch view or reshape
@@ -244,7 +279,8 @@ def _array(t: torch.Tensor) -> np.ndarray:
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per request, ``[B, nh, hd]`` -> ``[B, nh, hd]``, over each request's first ``seq_lens[b]``
-    cached tokens. Needs :func:`available`; shapes are checked by the caller, lengths and block ids here."""
+    cached tokens, fp32 or bf16 (computed in fp32, returned in the query's dtype). Needs :func:`available` with that
+    dtype; shapes are checked by the caller, lengths and block ids here."""
     out = np.empty(tuple(query.shape), dtype=np.float32)
     tables = block_tables.to(torch.int32)
     bad = _kernel("decode")(_array(query), _array(key_cache), _array(value_cache), _array(tables),
@@ -255,7 +291,7 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
             raise ValueError(f"request {bad}: seq_len {length} is not within 1 .. max_blocks * block_size ({capacity})")
         raise ValueError(f"request {bad}: its block table row {tables[bad].tolist()} holds an entry that is not a "
                          f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {length} tokens use")
-    return torch.from_numpy(out)
+    return torch.from_numpy(out).to(query.dtype)
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
@@ -274,28 +310,30 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
              residual: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """:func:`~.layernorm.rms_norm`, or with ``residual`` :func:`~.layernorm.fused_add_rms_norm`, compiled (needs
-    :func:`available`; the caller checks the shapes)."""
+    :func:`available`; the caller checks the shapes). Without ``residual``, ``x`` and ``weight`` may be bf16 (both):
+    computed in fp32, rounded once, as ``torch.rms_norm`` does."""
     rows = _array(x)
-    out, summed = np.empty_like(rows), np.empty_like(rows)
+    out, summed = np.empty(rows.shape, dtype=np.float32), np.empty(rows.shape, dtype=np.float32)
     width = rows.shape[-1]
     extra = _array(residual).reshape(-1, width) if residual is not None else rows.reshape(-1, width)[:0]
     _kernel("rms_norm")(rows.reshape(-1, width), extra, _array(weight), eps, out.reshape(-1, width),
                         summed.reshape(-1, width))
     if residual is None:
-        return torch.from_numpy(out)
+        return torch.from_numpy(out).to(x.dtype)
     return torch.from_numpy(out), torch.from_numpy(summed)
 
 
 def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                       slot_mapping: torch.Tensor) -> bool:
-    """:func:`~.attention.reshape_and_cache` compiled, when the caches can be written through numpy views (contiguous)
-    and :func:`available`; returns False, having written nothing, when not. The caller checks the shapes."""
+    """:func:`~.attention.reshape_and_cache` compiled (fp32, or bf16 copied as its bits), when the caches can be
+    written through numpy views (contiguous) and :func:`available`; returns False, having written nothing, when not.
+    The caller checks the shapes."""
     if not (key_cache.is_contiguous() and value_cache.is_contiguous()):
         return False
     num_slots, width = key_cache.shape[0] * key_cache.shape[1], key_cache.shape[2] * key_cache.shape[3]
     bad = _kernel("reshape_and_cache")(_array(key).reshape(-1, width), _array(value).reshape(-1, width),
-                                       key_cache.numpy().reshape(num_slots, width),
-                                       value_cache.numpy().reshape(num_slots, width), _array(slot_mapping))
+                                       _array(key_cache).reshape(num_slots, width),   # views: writes land in the caches
+                                       _array(value_cache).reshape(num_slots, width), _array(slot_mapping))
     if bad >= 0:
         raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
                          f"{key_cache.shape[1]} slots)")
@@ -320,9 +358,8 @@ def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     checks the shapes and that ``weight`` is contiguous."""
     rows, width = weight.shape
     out = np.empty(rows, dtype=np.float32)
-    extra = _array(bias.view(torch.int16)) if bias is not None else _NO_BIAS
+    extra = _array(bias) if bias is not None else _NO_BIAS
     _use_torch_threads()
     # Prefetch about 8 KiB ahead: 4 rows of a hidden size of 896 (Qwen2.5-0.5B), 1 row of its MLP's 4864.
-    _kernel("gemv_bf16")(_array(x.view(torch.int16)).reshape(width), weight.view(torch.int16).numpy(), extra, out,
-                         max(1, 8192 // (2 * width)))
+    _kernel("gemv_bf16")(_array(x).reshape(width), _array(weight), extra, out, max(1, 8192 // (2 * width)))
     return torch.from_numpy(out).to(torch.bfloat16).view(*x.shape[:-1], rows)

@@ -17,8 +17,8 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tenso
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x * rsqrt(mean(x**2, -1) + eps) * weight`` over the last dim, in fp32, returned in x's dtype."""
     check_norm_args(x, weight)
-    if compiled.available(x, weight):   # fp32 with numba: one call instead of torch's several
-        return compiled.rms_norm(x, weight, eps)
+    if compiled.available(x, weight) or compiled.available(x, weight, dtype=torch.bfloat16):
+        return compiled.rms_norm(x, weight, eps)   # fp32 or bf16 with numba: one call instead of torch's several
     # torch's rms_norm is exactly this formula, computed in fp32 and returned in x's dtype (one call instead of
     # five small ones). With mixed dtypes it computes the same but warns, so those are converted here first.
     if weight.dtype != x.dtype:
@@ -32,6 +32,7 @@ def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Te
     check_norm_args(x, weight, residual)
     if compiled.available(x, residual, weight):
         return compiled.rms_norm(x, weight, eps, residual)
-    # Same dtypes: torch adds in fp32 and rounds once, as the conversions would.
+    # Same dtypes: torch adds in fp32 and rounds once, as the conversions would. (bf16 with numba: the norm of the
+    # rounded sum is the compiled one, through rms_norm.)
     summed = x + residual if x.dtype == residual.dtype else (x.float() + residual.float()).to(x.dtype)
     return rms_norm(summed, weight, eps), summed
