@@ -165,13 +165,14 @@ def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style
 
 def rms_norm_kernel(x, residual, weight, eps, out, summed):
     """Rows of ``x`` ``[T, H]`` plus ``residual`` (when it has rows; the sum written to ``summed``), then
-    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32. ``x`` and ``weight`` may be bf16 bits
-    (:func:`as_f32`) when there is no residual; ``out`` and ``summed`` are fp32."""
+    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32. The inputs may be bf16 bits
+    (:func:`as_f32`); ``out`` and ``summed`` are fp32 (the sum is not rounded to bf16: :func:`rms_norm` takes bf16
+    only without a residual)."""
     width = x.shape[1]
     for t in range(x.shape[0]):
         total = np.float32(0.0)
         for d in range(width):
-            value = x[t, d] + residual[t, d] if residual.shape[0] else as_f32(x[t, d])
+            value = as_f32(x[t, d]) + as_f32(residual[t, d]) if residual.shape[0] else as_f32(x[t, d])
             summed[t, d] = value
             total += value * value
         scale = np.float32(1.0) / np.sqrt(total / np.float32(width) + np.float32(eps))
@@ -251,13 +252,13 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
     return _kernel() is not None
 
 
-# The dtypes the decode attention and the KV cache write take (bf16 through int16 views of its bits); the other
-# kernels take fp32 only (the GEMV bf16 only).
+# The dtypes the decode attention, the KV cache write and RMSNorm without a residual take (bf16 through int16 views
+# of its bits); the fused RMSNorm takes fp32 only, the GEMV bf16 only, rotary embedding fp32 (bf16 widened first).
 WIDENED_DTYPES = (torch.float32, torch.bfloat16)
 
 
 def describe() -> str:
-    """Which kernels the ``cpu`` backend runs for fp32 models, in words (benchmarks print it)."""
+    """Which kernels the ``cpu`` backend runs for fp32 and bf16 models, in words (benchmarks print it)."""
     if not envs.cpu_compiled():
         return f"torch ({envs.CPU_COMPILED}=0)"
     if _kernel() is None:
