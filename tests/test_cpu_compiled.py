@@ -1,8 +1,8 @@
 """The numba-compiled kernels of the ``cpu`` backend (``mini_platform/ops/cpu/compiled.py``) against the torch functions
 they stand in for: the same function run with ``MINI_PLATFORM_CPU_COMPILED=0`` and ``=1``. Rotary embedding and the
-KV cache write must be bitwise equal; RMSNorm equal up to float rounding (its sum runs in another order), the bf16
-GEMV of ``ops.linear`` within one bf16 rounding of the exact result; bad input fails the same way on both paths.
-The compiled decode attention is tested in tests/test_attention.py.
+KV cache write must be bitwise equal, in fp32 and bf16; RMSNorm equal up to float rounding (its sum runs in another
+order), the bf16 GEMV of ``ops.linear`` within one bf16 rounding of the exact result; bad input fails the same way on
+both paths. The compiled decode attention is tested in tests/test_attention.py (and its bf16 form here).
 """
 from __future__ import annotations
 
