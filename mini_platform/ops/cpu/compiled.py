@@ -52,7 +52,7 @@ def exp_nonpositive(x):
     range. Arithmetic only, so that LLVM vectorizes the softmax loop around it: numba calls libm's ``expf`` once per
     element otherwise (without Intel's SVML), a quarter of the decode kernel's time at head size 16.
     Cody-Waite: ``x = k ln2 + r`` with ``|r| <= ln2 / 2``, ``e**r`` by the degree-7 polynomial of Cephes' ``expf``,
-    then times ``2**k``. Compiled inline into the kernels that call it (:func:`_kernel` registers it with numba)."""
+    then times ``2**k``. Compiled inline into the kernels that call it (:func:`_register_helpers`)."""
     if x < np.float32(-87.0):
         return np.float32(0.0)
     k = np.floor(x * np.float32(1.4426950408889634) + np.float32(0.5))   # round(x / ln 2)
