@@ -24,17 +24,8 @@ def checkpoint():
 @pytest.fixture(scope="module")
 def lumen():
     harness.activate(harness.install(submission.PROJECT))
-    mp = pytest.MonkeyPatch()
-    for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
-                 "LUMEN_VISIBLE_DEVICES"):
-        mp.delenv(name, raising=False)
-    mp.setenv("LUMEN_DEVICE_ROOT", str(harness.fake_device_root("lumen0")))
-    mp.setenv("MINI_PLATFORM", "lumen")
-    platforms.clear_current_platform()
-    torch.set_num_threads(1)
-    yield
-    platforms.clear_current_platform()
-    mp.undo()
+    with harness.lumen_selected("lumen0"):
+        yield
 
 
 def generate(checkpoint, **options):

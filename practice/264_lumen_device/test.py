@@ -42,18 +42,8 @@ def site():
 @pytest.fixture(scope="module")
 def lumen(site):
     harness.activate(site)
-    mp = pytest.MonkeyPatch()
-    for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
-                 "LUMEN_VISIBLE_DEVICES"):
-        mp.delenv(name, raising=False)
-    mp.setenv("LUMEN_DEVICE_ROOT", str(harness.fake_device_root("lumen0", "lumen1")))
-    mp.setenv("MINI_PLATFORM", "lumen")
-    platforms.clear_current_platform()
-    torch.set_num_threads(1)
-    platform = platforms.current_platform
-    yield platform
-    platforms.clear_current_platform()
-    mp.undo()
+    with harness.lumen_selected("lumen0", "lumen1"):
+        yield platforms.current_platform
 
 
 def test_example_a_tensor_on_lumen(lumen):

@@ -13,6 +13,7 @@ folder and is put on ``sys.path`` only by whoever uses it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import importlib
 import os
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import Iterator
 
 from judging.progress import workspace_dir  # practice/ is on sys.path wherever this module is imported
 
@@ -175,6 +177,30 @@ def fake_device_root(*nodes: str) -> Path:
     for node in nodes:
         (root / "dev" / node).touch()
     return root
+
+
+@contextlib.contextmanager
+def lumen_selected(*nodes: str) -> Iterator[None]:
+    """This process as a machine with the Lumen devices ``nodes`` (:func:`fake_device_root`) that asks for the Lumen
+    platform by name (``MINI_PLATFORM=lumen``; no plugin allow-list, target device, kernel backend or visible-devices
+    override; one torch thread), with no platform resolved yet. Undone on exit, the platform forgotten again."""
+    import pytest
+    import torch
+    from mini_platform import platforms
+
+    patch = pytest.MonkeyPatch()
+    for name in ("MINI_PLATFORM_PLUGINS", "MINI_PLATFORM_TARGET_DEVICE", "MINI_PLATFORM_KERNEL_BACKEND",
+                 "LUMEN_VISIBLE_DEVICES"):
+        patch.delenv(name, raising=False)
+    patch.setenv("LUMEN_DEVICE_ROOT", str(fake_device_root(*nodes)))
+    patch.setenv("MINI_PLATFORM", "lumen")
+    platforms.clear_current_platform()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        platforms.clear_current_platform()
+        patch.undo()
 
 
 def mutate(project: str | os.PathLike, file: str, old: str, new: str) -> str:
