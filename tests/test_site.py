@@ -280,10 +280,15 @@ def test_a_returning_visit_takes_the_runtime_from_the_browsers_cache(session, ba
     type_code(page, exercise.file("solution.py").read_text(encoding="utf-8"))
     assert run_and_wait(page, exercise.timeout)["status"] == "accepted"
     runtime = ("pyodide.asm.wasm", "snapshot.bin", "stdlib.zip", "site-packages.zip")
-    # One read of the cache that holds them all: a second read could find another build's cache, which the worker
-    # is deleting (seen once in CI: KeyError on the second read right after the wait succeeded).
-    cached = page.wait_for_function(f"({RUNTIME_CACHE})().then(e => {list(runtime)}.every(n => n in e) && e)",
-                                    timeout=30000).json_value()
+    # Polled from here: page.wait_for_function does not await a promise (one is truthy at once, so the wait
+    # returned before the worker had written the cache, and the read after it failed once in CI).
+    cached = {}
+    for _ in range(300):
+        cached = page.evaluate(RUNTIME_CACHE)
+        if all(name in cached for name in runtime):
+            break
+        page.wait_for_timeout(100)
+    assert set(runtime) <= set(cached), f"not in the runtime cache after 30 s: {set(runtime) - set(cached)}"
     assert cached["pyodide.asm.wasm"] == "application/wasm"
     before = len(recorder.requests)
     page.reload()
