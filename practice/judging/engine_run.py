@@ -403,7 +403,12 @@ def install_in_worker() -> None:
     out = Path(spec["counts"]) / f"{os.getpid()}.json"
     import multiprocessing.util
 
-    multiprocessing.util.Finalize(None, lambda: out.write_text(json.dumps(counts), encoding="utf-8"), exitpriority=10)
+    def write_counts() -> None:   # whole or not at all: a worker stopped mid-write must not leave the driver half a file
+        partial = out.with_suffix(".partial")
+        partial.write_text(json.dumps(counts), encoding="utf-8")
+        os.replace(partial, out)
+
+    multiprocessing.util.Finalize(None, write_counts, exitpriority=10)
 
 
 @contextlib.contextmanager
@@ -416,7 +421,7 @@ def worker_parts(run: Run, objects: dict[str, Any], learner: list[dict], counts:
     folder = Path(os.getcwd()) / "worker_parts"
     counts_dir = folder / "counts"
     counts_dir.mkdir(parents=True, exist_ok=True)
-    for stale in counts_dir.glob("*.json"):
+    for stale in counts_dir.iterdir():   # a previous run's counts, whole (.json) or cut off (.partial)
         stale.unlink()
     spec = folder / "spec.json"
     spec.write_text(json.dumps({"driver": os.getpid(), "paths": sorted(objects), "learner": learner,
