@@ -15,7 +15,9 @@ with those sizes; nothing is downloaded). In the same run:
 - the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding, median; at batch 1 in
   bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of
   transformers (greedy ``generate``: (time for 1 + N new tokens - time for 1) / N), side by side, and each as a
-  fraction of the floor (floor / step: 1.0 reads the weights at the full measured bandwidth).
+  fraction of the floor (floor / step: 1.0 reads the weights at the full measured bandwidth);
+- the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
+  nothing else): the ceiling of our step; the rest of the step (attention, norms, sampling, Python) is the difference.
 
 At batch 8 and 32 the prompts have mixed lengths (16..112 tokens); transformers gets one left-padded batch.
 Ratios from one run on the machine printed with them; run it on an idle machine.
@@ -74,8 +76,35 @@ def prompts_for(batch: int, vocab: int, seed: int = 0) -> list[list[int]]:
     return [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
 
 
-def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> float:
-    """Median seconds of an engine step in which every request decodes."""
+def step_matmuls(model) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """``(weight, bias)`` of every matmul of a decode step, in the order a step runs them: the linear layers, then
+    the LM head (the tied embedding when there is no separate head)."""
+    from mini_platform.model.layers import Linear
+
+    head = model.model.embed_tokens if model.lm_head is None else model.lm_head
+    return [(m.weight, m.bias) for m in model.modules() if isinstance(m, Linear)] + [(head.weight, None)]
+
+
+def matmuls_alone(model, batch: int, repeat: int = 5) -> float:
+    """Median seconds of the decode step's matmuls alone (:func:`step_matmuls`), one after another through
+    ``ops.linear`` on ``batch`` rows, on the cpu backend, nothing else. At batch 1 that is the engine's own ceiling:
+    its step cannot be faster, whatever the rest of the step costs."""
+    from mini_platform import ops
+
+    layers = step_matmuls(model)
+    inputs = {w.shape[1]: torch.randn(batch, w.shape[1], dtype=w.dtype) for w, _ in layers}
+    times = []
+    with torch.inference_mode(), ops.use_backend("cpu"):
+        for _ in range(1 + repeat):
+            start = time.perf_counter()
+            for weight, bias in layers:
+                ops.linear(inputs[weight.shape[1]], weight, bias)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> tuple[float, float]:
+    """Median seconds of an engine step in which every request decodes, and of its matmuls alone."""
     from mini_platform import LLMEngine, SamplingParams
 
     engine = LLMEngine(path, dtype=dtype, max_num_seqs=len(prompts), max_model_len=256,
@@ -89,8 +118,9 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> f
         seconds = time.perf_counter() - start
         if len(outputs) == len(prompts) and all(len(o.token_ids) > 1 for o in outputs):   # a decode-only step
             times.append(seconds)
+    matmuls = matmuls_alone(engine.runner.model, len(prompts))
     engine.close()
-    return statistics.median(times[:steps])
+    return statistics.median(times[:steps]), matmuls
 
 
 def hf_step(model, prompts: list[list[int]], steps: int) -> float:
@@ -140,13 +170,14 @@ def main() -> None:
             floor = weight_bytes(QWEN25_05B, dtype) / bw["triad"]
             print(f"\nQwen2.5-0.5B-sized, random weights, {dtype_name}: {weight_bytes(QWEN25_05B, dtype) / 1e9:.2f} GB "
                   f"read per decode step; floor {floor * 1e3:.1f} ms")
-            print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'transformers':>15}{'of floor':>10}{'ours/hf':>9}")
+            print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'transformers':>15}{'of floor':>10}{'ours/hf':>9}"
+                  f"{'our matmuls alone':>20}{'of floor':>10}")
             for batch in args.batch:
                 prompts = prompts_for(batch, QWEN25_05B["vocab_size"])
-                ours = ours_step(path, dtype_name, prompts, args.steps)
+                ours, matmuls = ours_step(path, dtype_name, prompts, args.steps)
                 hf = hf_step(hf_model, prompts, args.steps)
                 print(f"{batch:>6}{ours * 1e3:>13.1f} ms{floor / ours:>10.2f}{hf * 1e3:>12.1f} ms{floor / hf:>10.2f}"
-                      f"{hf / ours:>9.2f}", flush=True)
+                      f"{hf / ours:>9.2f}{matmuls * 1e3:>17.1f} ms{floor / matmuls:>10.2f}", flush=True)
             del hf_model
             Path(path, "model.safetensors").unlink()
     print(f"\nmachine at the end: {hostinfo.describe()}")

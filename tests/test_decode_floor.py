@@ -1,0 +1,26 @@
+"""The accounting of benchmarks/decode_floor.py: the floor counts the bytes a decode step reads, and the "matmuls
+alone" pass runs every weight matmul of the step once; checked on a tiny Qwen2 model with tied embeddings."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmarks import decode_floor
+from mini_platform.model import tiny
+from mini_platform.model.config import ModelConfig
+from mini_platform.model.llama import CausalLM
+
+SIZES = {"vocab_size": 320, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "tie_word_embeddings": True}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_floor_counts_the_weights_the_step_multiplies_and_the_norms(dtype):
+    model = CausalLM(ModelConfig.from_dict(tiny.tiny_config("qwen2", **SIZES)), dtype=dtype)
+    matmuls = decode_floor.step_matmuls(model)
+    # every linear layer's weight once, the tied embedding once, as the LM head (it is the last matmul of a step)
+    assert matmuls[-1][0] is model.model.embed_tokens.weight and len(matmuls) == 4 * SIZES["num_hidden_layers"] + 1
+    read = sum(t.numel() * t.element_size() for pair in matmuls for t in pair if t is not None)
+    norms = sum(p.numel() * p.element_size() for name, p in model.named_parameters() if name.endswith("norm.weight"))
+    assert read + norms == decode_floor.weight_bytes(SIZES, dtype)
+    assert decode_floor.matmuls_alone(model, batch=2, repeat=1) > 0
