@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -85,42 +86,44 @@ def step_matmuls(model) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     return [(m.weight, m.bias) for m in model.modules() if isinstance(m, Linear)] + [(head.weight, None)]
 
 
-def matmuls_alone(model, batch: int, repeat: int = 5) -> float:
-    """Median seconds of the decode step's matmuls alone (:func:`step_matmuls`), one after another through
-    ``ops.linear`` on ``batch`` rows, on the cpu backend, nothing else. At batch 1 that is the engine's own ceiling:
-    its step cannot be faster, whatever the rest of the step costs."""
+def matmuls_timer(model, batch: int) -> Callable[[], float]:
+    """A function that times one pass of the decode step's matmuls alone (:func:`step_matmuls`), one after another
+    through ``ops.linear`` on ``batch`` rows, on the cpu backend, nothing else. At batch 1 that is the engine's own
+    ceiling: its step cannot be faster, whatever the rest of the step costs."""
     from mini_platform import ops
 
     layers = step_matmuls(model)
     inputs = {w.shape[1]: torch.randn(batch, w.shape[1], dtype=w.dtype) for w, _ in layers}
-    times = []
-    with torch.inference_mode(), ops.use_backend("cpu"):
-        for _ in range(1 + repeat):
+
+    def one_pass() -> float:
+        with torch.inference_mode(), ops.use_backend("cpu"):
             start = time.perf_counter()
             for weight, bias in layers:
                 ops.linear(inputs[weight.shape[1]], weight, bias)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times[1:])
+            return time.perf_counter() - start
+    return one_pass
 
 
 def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> tuple[float, float]:
-    """Median seconds of an engine step in which every request decodes, and of its matmuls alone."""
+    """Median seconds of an engine step in which every request decodes, and of its matmuls alone, timed after each
+    such step (so that both see the machine in the same state)."""
     from mini_platform import LLMEngine, SamplingParams
 
     engine = LLMEngine(path, dtype=dtype, max_num_seqs=len(prompts), max_model_len=256,
                        max_num_batched_tokens=4096, enable_prefix_caching=False)
+    matmuls = matmuls_timer(engine.runner.model, len(prompts))
     for i, prompt in enumerate(prompts):
         engine.add_request(prompt, SamplingParams(temperature=0, max_tokens=steps + 3, ignore_eos=True), str(i))
-    times = []
+    times, matmul_times = [], []
     while engine.has_unfinished_requests():
         start = time.perf_counter()
         outputs = engine.step()
         seconds = time.perf_counter() - start
         if len(outputs) == len(prompts) and all(len(o.token_ids) > 1 for o in outputs):   # a decode-only step
             times.append(seconds)
-    matmuls = matmuls_alone(engine.runner.model, len(prompts))
+            matmul_times.append(matmuls())
     engine.close()
-    return statistics.median(times[:steps]), matmuls
+    return statistics.median(times[:steps]), statistics.median(matmul_times[:steps])
 
 
 def hf_step(model, prompts: list[list[int]], steps: int) -> float:
