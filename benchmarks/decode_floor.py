@@ -17,7 +17,8 @@ with those sizes; nothing is downloaded). In the same run:
   transformers (greedy ``generate``: (time for 1 + N new tokens - time for 1) / N), side by side, and each as a
   fraction of the floor (floor / step: 1.0 reads the weights at the full measured bandwidth);
 - the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
-  nothing else): the ceiling of our step; the rest of the step (attention, norms, sampling, Python) is the difference.
+  nothing else; timed after each decode step, median): the ceiling of our step; the rest of the step (attention,
+  norms, sampling, Python) is the difference.
 
 At batch 8 and 32 the prompts have mixed lengths (16..112 tokens); transformers gets one left-padded batch.
 Ratios from one run on the machine printed with them; run it on an idle machine.
