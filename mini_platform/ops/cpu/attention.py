@@ -101,8 +101,7 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     num_slots = key_cache.shape[0] * key_cache.shape[1]
     if not slot_mapping.numel():
         return
-    if key.dtype in compiled.WIDENED_DTYPES and \
-            compiled.available(key, value, key_cache, value_cache, dtype=key.dtype) and \
+    if compiled.available_widened(key, value, key_cache, value_cache) and \
             compiled.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
         return   # fp32 or bf16 with numba: checked and written in one call
     low, high = (int(x) for x in slot_mapping.aminmax())
@@ -197,7 +196,7 @@ def _decode_batch(query: torch.Tensor, key_cache: torch.Tensor, value_cache: tor
                   same_length: bool = False) -> torch.Tensor:
     """A decode batch on the compiled kernel when it can run these inputs (:mod:`.compiled`: no gather, one
     call), else with :func:`_attend_decodes`. Same arguments and result."""
-    if query.dtype in compiled.WIDENED_DTYPES and compiled.available(query, key_cache, value_cache, dtype=query.dtype):
+    if compiled.available_widened(query, key_cache, value_cache):
         return compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
     return _attend_decodes(query, key_cache, value_cache, block_tables, seq_lens, max_len, scale, same_length)
 

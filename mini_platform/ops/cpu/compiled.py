@@ -258,6 +258,12 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
 WIDENED_DTYPES = (torch.float32, torch.bfloat16)
 
 
+def available_widened(*tensors: torch.Tensor) -> bool:
+    """:func:`available` for the kernels that take fp32 or bf16 (``WIDENED_DTYPES``): every tensor of the first one's
+    dtype, that dtype one of those."""
+    return tensors[0].dtype in WIDENED_DTYPES and available(*tensors, dtype=tensors[0].dtype)
+
+
 def describe() -> str:
     """Which kernels the ``cpu`` backend runs for fp32 and bf16 models, in words (benchmarks print it)."""
     if not envs.cpu_compiled():

@@ -17,7 +17,7 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tenso
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x * rsqrt(mean(x**2, -1) + eps) * weight`` over the last dim, in fp32, returned in x's dtype."""
     check_norm_args(x, weight)
-    if x.dtype in compiled.WIDENED_DTYPES and compiled.available(x, weight, dtype=x.dtype):
+    if compiled.available_widened(x, weight):
         return compiled.rms_norm(x, weight, eps)   # fp32 or bf16 with numba: one call instead of torch's several
     # torch's rms_norm is exactly this formula, computed in fp32 and returned in x's dtype (one call instead of
     # five small ones). With mixed dtypes it computes the same but warns, so those are converted here first.
