@@ -10,11 +10,20 @@
 | ``MINI_PLATFORM_CPU_SHM_ALLREDUCE`` | ``0`` sends every CPU all-reduce through gloo (default ``1``: messages up to 1 MiB go through the shared-memory all-reduce of ``distributed/shm_allreduce.py`` while not capturing a graph) |
 | ``MINI_PLATFORM_SHM_BROADCAST`` | ``0`` sends each step's inputs to the tensor-parallel workers down their pipes, pickled per worker (default ``1``: once, through the shared-memory ring of ``distributed/shm_broadcast.py``) |
 | ``MINI_PLATFORM_NPU_MOE_ROUTING`` | the npu MoE call sequence: ``v2`` (default; ``npu_moe_init_routing_v2`` + ``npu_moe_token_unpermute``, vllm-ascend v0.11 to now) or ``v1`` (``npu_moe_init_routing`` + ``npu_moe_finalize_routing``, vllm-ascend v0.9.1) |
+
+The readers the kernels ask at every call (the kernel backend, the compiled CPU kernels, the shared-memory all-reduce,
+the npu MoE routing) are read once per forward of the model runner (:func:`read_once`): a change made while a forward
+runs holds from the next one.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
-from typing import Callable, Collection, Mapping
+import threading
+from typing import Callable, Collection, Iterator, Mapping, TypeVar
+
+T = TypeVar("T")
 
 SELECT = "MINI_PLATFORM"
 TARGET_DEVICE = "MINI_PLATFORM_TARGET_DEVICE"
@@ -29,6 +38,45 @@ NPU_MOE_ROUTINGS = ("v1", "v2")
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
+
+
+class _ReadOnce(threading.local):
+    """Per thread (as the kernel backend's ``use_backend`` stack): inside a :func:`read_once` block, the value each
+    reader below has read from the process environment so far, by reader; None outside one."""
+    values: dict[Callable[..., object], object] | None = None
+
+
+_read_once = _ReadOnce()
+
+
+def _once(read: Callable[[Mapping[str, str] | None], T]) -> Callable[[Mapping[str, str] | None], T]:
+    """``read`` unchanged, except inside a :func:`read_once` block, where its value for the process environment is
+    read and checked at its first call and kept to the end of the block. For the readers each kernel call asks."""
+    @functools.wraps(read)
+    def reader(env: Mapping[str, str] | None = None) -> T:
+        values = _read_once.values
+        if env is not None or values is None:
+            return read(env)
+        if read not in values:
+            values[read] = read(None)
+        return values[read]
+    return reader
+
+
+@contextlib.contextmanager
+def read_once() -> Iterator[None]:
+    """Inside the block, each reader marked ``_once`` reads and checks its variable once, at its first call, and
+    returns that value to the end of the block: the model runner wraps each forward in it, where every kernel call
+    would otherwise read and parse the variable again (1-2 microseconds each time: 2-3 % of the mixed workload of
+    ``benchmarks/vs_transformers.py``, measured on the 2-core Xeon). A change to the environment takes effect at the
+    next block. vLLM caches its variables for the same reason, for the rest of the process (``enable_envs_cache()`` at
+    the end of ``EngineCore.__init__`` in ``vllm/v1/engine/core.py``, read at commit 00080ee)."""
+    previous = _read_once.values
+    _read_once.values = {} if previous is None else previous   # a nested block keeps the outer block's values
+    try:
+        yield
+    finally:
+        _read_once.values = previous
 
 
 def selected_platform(env: Mapping[str, str] | None = None) -> str | None:
@@ -62,6 +110,7 @@ def plugin_allow_list(env: Mapping[str, str] | None = None) -> frozenset[str] | 
     return frozenset(item.strip() for item in raw.split(",") if item.strip())
 
 
+@_once
 def kernel_backend(env: Mapping[str, str] | None = None) -> str | None:
     value = _env(env).get(KERNEL_BACKEND, "").strip().lower()
     return value or None
@@ -76,6 +125,7 @@ def check_kernel_backend(env: Mapping[str, str] | None = None, known: Collection
                          f"{sorted(known)} or unset it")
 
 
+@_once
 def npu_moe_routing(env: Mapping[str, str] | None = None) -> str:
     """``v1`` or ``v2`` from ``MINI_PLATFORM_NPU_MOE_ROUTING`` (default ``v2``); anything else is an error."""
     value = _env(env).get(NPU_MOE_ROUTING, "").strip().lower() or "v2"
@@ -84,6 +134,7 @@ def npu_moe_routing(env: Mapping[str, str] | None = None) -> str:
     return value
 
 
+@_once
 def cpu_compiled(env: Mapping[str, str] | None = None) -> bool:
     """False when ``MINI_PLATFORM_CPU_COMPILED`` is ``0``, True when it is ``1`` or unset; anything else is an error."""
     value = _env(env).get(CPU_COMPILED, "").strip() or "1"
@@ -100,6 +151,7 @@ def _switch(name: str, meaning: str, env: Mapping[str, str] | None) -> bool:
     return value == "1"
 
 
+@_once
 def cpu_shm_allreduce(env: Mapping[str, str] | None = None) -> bool:
     """False when ``MINI_PLATFORM_CPU_SHM_ALLREDUCE`` is ``0``, True when it is ``1`` or unset; else an error."""
     return _switch(CPU_SHM_ALLREDUCE, "1 (or unset) sends small CPU all-reduces through shared memory, 0 sends "

@@ -31,11 +31,11 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
-from . import ops, platforms, utils
+from . import envs, ops, platforms, utils
 from .compilation import buffers
 from .ascend.moe_comm import moe_comm_for_step
 from .compilation import capture_sizes as graph_sizes
@@ -222,9 +222,12 @@ class ModelRunner:
         self.graph_stats = GraphStats(list(self.capture_sizes), cudagraph_mode=self.cudagraph_mode,
                                       piecewise_capture_sizes=list(self.piecewise_sizes))
 
-    def _kernels(self) -> contextlib.AbstractContextManager:
-        # Resolved once per forward: every kernel call inside then finds it on the use_backend stack.
-        return ops.use_backend(self.backend or ops.current_backend())
+    @contextlib.contextmanager
+    def _kernels(self) -> Iterator[None]:
+        # The backend and the environment's switches, read once per forward: every kernel call inside then finds the
+        # backend on the use_backend stack and each variable as read at its first use (envs.read_once).
+        with envs.read_once(), ops.use_backend(self.backend or ops.current_backend()):
+            yield
 
     def _forward(self, num_tokens: int, metadata: AttentionMetadata) -> torch.Tensor:
         self.attention.metadata = metadata

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mini_platform import LLM, LLMEngine, SamplingParams
+from mini_platform import LLM, LLMEngine, SamplingParams, envs
+from mini_platform.ops.cpu import compiled
 
 GREEDY = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
 
@@ -216,6 +217,29 @@ def test_streaming_steps_and_abort(checkpoints):
     engine.add_request([5], request_id="x")
     with pytest.raises(ValueError, match="already in use"):
         engine.add_request([6], request_id="x")
+
+
+def test_a_forward_reads_each_switch_once_and_the_next_step_sees_a_change(checkpoints, monkeypatch):
+    # Every kernel call of a forward asks whether the compiled CPU kernels may run; the model runner reads that
+    # switch once per forward (envs.read_once), and a change made between steps holds from the next step.
+    reads, read = [], envs.cpu_compiled.__wrapped__   # the reader itself, under its read_once wrapper
+
+    def counting(env=None):
+        reads.append(env)
+        return read(env)
+    monkeypatch.setattr(envs, "cpu_compiled", envs._once(counting))
+    monkeypatch.setenv(envs.CPU_COMPILED, "1")
+    engine = LLMEngine(checkpoints["llama"], block_size=4)
+    engine.add_request(prompts(15, [6])[0], SamplingParams(temperature=0, max_tokens=3, ignore_eos=True))
+    engine.step()
+    reads.clear()
+    engine.step()   # a decode step: one forward, then the LM head
+    assert 1 <= len(reads) <= 2, f"{len(reads)} reads of {envs.CPU_COMPILED} in one decode step"
+    calls = []
+    monkeypatch.setattr(compiled, "paged_decode_attention", lambda *a, **k: calls.append(1) or pytest.fail("compiled"))
+    monkeypatch.setenv(envs.CPU_COMPILED, "0")
+    engine.step()   # the torch decode attention runs: the compiled one is never called
+    assert not calls and not engine.has_unfinished_requests()
 
 
 def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):

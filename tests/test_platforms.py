@@ -200,6 +200,27 @@ def test_envs_parsing():
     assert envs.target_device({"MINI_PLATFORM_TARGET_DEVICE": " CPU "}) == "cpu"
 
 
+def test_read_once_keeps_each_value_to_the_end_of_the_block(monkeypatch):
+    monkeypatch.setenv(envs.CPU_COMPILED, "1")
+    monkeypatch.delenv(envs.KERNEL_BACKEND, raising=False)
+    with envs.read_once():
+        assert envs.cpu_compiled() is True and envs.kernel_backend() is None
+        monkeypatch.setenv(envs.CPU_COMPILED, "0")
+        monkeypatch.setenv(envs.KERNEL_BACKEND, "triton")
+        assert envs.cpu_compiled() is True and envs.kernel_backend() is None   # as first read
+        assert envs.cpu_compiled({envs.CPU_COMPILED: "0"}) is False            # a mapping given is read as it is
+        with envs.read_once():                                                 # a nested block keeps them too
+            assert envs.cpu_compiled() is True
+        assert envs.cpu_compiled() is True
+    assert envs.cpu_compiled() is False and envs.kernel_backend() == "triton"  # after the block: read again
+    with envs.read_once():
+        assert envs.cpu_compiled() is False                                    # a new block reads anew
+    monkeypatch.setenv(envs.CPU_COMPILED, "yes")
+    with envs.read_once(), pytest.raises(ValueError, match="MINI_PLATFORM_CPU_COMPILED='yes'"):
+        envs.cpu_compiled()                                                    # still checked at its first read
+    assert envs._read_once.values is None
+
+
 # -- built-in detectors -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("gpus, cuda_build, expected", [
