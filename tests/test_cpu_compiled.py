@@ -111,14 +111,14 @@ def _bf16(generator, *shape):
     return (torch.randn(*shape, generator=generator) * 0.1).bfloat16()
 
 
-@pytest.mark.parametrize("rows, width, bias", [(1152, 896, True), (896, 4864, False), (7, 5, True), (33, 100, False)])
+@pytest.mark.parametrize("rows, width, bias", [(1152, 896, True), (896, 4864, False), (7, 6, True), (33, 100, False)])
 def test_bf16_gemv_equals_fp32_products_rounded_once(monkeypatch, rows, width, bias):
     """The GEMV sums fp32 products of the exact bf16 values and rounds once: within one bf16 rounding of the fp32
     result, and equal to torch's bf16 F.linear but for a last bit here and there (its sum runs in another order)."""
     g = torch.Generator().manual_seed(3)
     x, weight = _bf16(g, 1, width), _bf16(g, rows, width)
     b = _bf16(g, rows) if bias else None
-    assert compiled.available(x, weight, dtype=torch.bfloat16)
+    assert compiled.available(x, weight, dtype=torch.bfloat16) and linear._one_bf16_token(x, weight, b)
     fast, slow = both(monkeypatch, lambda: linear.linear(x, weight, b))
     assert fast.dtype == torch.bfloat16 and fast.shape == (1, rows)
     exact = F.linear(x.float(), weight.float(), None if b is None else b.float())
@@ -142,6 +142,26 @@ def test_bf16_gemv_reads_every_column_and_row():
     assert three_dims.shape == (1, 1, 37) and torch.equal(three_dims.view(1, 37), compiled.linear_bf16(x, weight, bias))
 
 
+def test_bf16_gemv_rounds_each_sum_as_torch_rounds_fp32_to_bf16():
+    """The kernel rounds its fp32 sums to bf16 itself: ties to even and overflow to inf, bit for bit what
+    ``.to(torch.bfloat16)`` gives for the same sums, and NaN to a NaN (whose sign and payload no one reads)."""
+    big = torch.finfo(torch.bfloat16).max
+    weight = torch.zeros(6, 4, dtype=torch.bfloat16)
+    weight[0, 0] = float("inf")                   # inf * 1 -> inf
+    weight[1, 0], weight[1, 1] = float("inf"), float("-inf")   # inf - inf -> NaN
+    weight[2, 0], weight[2, 1] = big, big         # past bf16's largest: inf
+    weight[3, 0], weight[3, 1] = 1.0, 2.0 ** -8   # 1 + 2**-8: a tie between 1 and 1 + 2**-7, to even (1)
+    weight[4, 0], weight[4, 1] = 1.0 + 2.0 ** -7, 2.0 ** -8   # the other tie, to even (1 + 2**-6)
+    weight[5, 0] = -3.0
+    x = torch.tensor([[1.0, 1.0, 0.0, 0.0]], dtype=torch.bfloat16)
+    fast = compiled.linear_bf16(x, weight)
+    exact = F.linear(x.float(), weight.float()).bfloat16()
+    assert fast[0, 1].isnan() and exact[0, 1].isnan()
+    keep = [0, 2, 3, 4, 5]
+    assert torch.equal(fast[:, keep].view(torch.int16), exact[:, keep].view(torch.int16)), (fast, exact)
+    assert fast[0, 3] == 1.0 and fast[0, 4] == 1.0 + 2.0 ** -6
+
+
 def test_linear_takes_the_gemv_only_for_one_contiguous_bf16_token(monkeypatch):
     calls = []
     monkeypatch.setattr(compiled, "linear_bf16", lambda *args: calls.append(args) or F.linear(*args))
@@ -152,7 +172,9 @@ def test_linear_takes_the_gemv_only_for_one_contiguous_bf16_token(monkeypatch):
     assert len(calls) == 2
     for x, w in [(_bf16(g, 2, 32), weight),                     # two tokens: a GEMM, torch's
                  (_bf16(g, 1, 32).float(), weight.float()),     # fp32: torch's F.linear reads it fast already
-                 (_bf16(g, 1, 32), _bf16(g, 32, 16).t())]:      # a transposed weight
+                 (_bf16(g, 1, 32), _bf16(g, 32, 16).t()),       # a transposed weight
+                 (_bf16(g, 1, 31), _bf16(g, 16, 31)),           # an odd K: its rows are not whole 32-bit words
+                 (_bf16(g, 1, 32), _bf16(g, 16 * 32 + 1)[1:].view(16, 32))]:   # from an odd offset: the same
         assert torch.equal(linear.linear(x, w), F.linear(x, w))
     assert len(calls) == 2
     monkeypatch.setenv(envs.CPU_COMPILED, "0")

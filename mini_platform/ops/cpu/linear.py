@@ -1,6 +1,8 @@
 """The matmul of every linear layer in plain torch: ``F.linear`` is the specification of ``linear``."""
 from __future__ import annotations
 
+import sys
+
 import torch
 import torch.nn.functional as F
 
@@ -21,8 +23,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def _one_bf16_token(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
-    """What the GEMV takes: a bf16 ``x`` holding one row, a contiguous ``[N, K]`` weight and a ``[N]`` bias or None,
+    """What the GEMV takes: a bf16 ``x`` holding one row, a contiguous ``[N, K]`` weight it can read as 32-bit words
+    (``K`` even, from an even offset, on a little-endian machine: two values per word) and a ``[N]`` bias or None,
     shapes that agree (it reads without bounds checks)."""
     return (x.dtype is torch.bfloat16 and x.dim() > 0 and x.numel() == x.shape[-1] > 0 and weight.dim() == 2
-            and weight.is_contiguous() and weight.shape[1] == x.shape[-1]
+            and weight.is_contiguous() and weight.shape[1] == x.shape[-1] and weight.shape[1] % 2 == 0
+            and weight.storage_offset() % 2 == 0 and sys.byteorder == "little"
             and (bias is None or bias.shape == (weight.shape[0],)))
