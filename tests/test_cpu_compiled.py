@@ -6,6 +6,7 @@ both paths. The compiled decode attention is tested in tests/test_attention.py (
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -199,7 +200,6 @@ def test_linear_with_mismatched_shapes_raises_torch_error(x, weight, bias):
 def test_exp_nonpositive_is_within_1e7_of_exp_plain_and_compiled():
     """The softmax's exp in the decode kernel (arithmetic LLVM vectorizes instead of a libm call per element)."""
     import numba
-    import numpy as np
     grid = np.concatenate([-np.logspace(-8, np.log10(87.0), 20000), [0.0, -1e-30, -0.5, -np.log(2.0), -86.99]])
     grid = grid.astype(np.float32)
     exact = np.exp(grid.astype(np.float64))
@@ -245,9 +245,20 @@ def test_bf16_rms_norm_is_torch_rms_norm_up_to_rounding(monkeypatch):
     torch.testing.assert_close(fast, slow, rtol=2 ** -7, atol=0)   # at most one bf16 rounding apart
     exact = torch.rms_norm(x.float(), (96,), weight.float(), 1e-6)
     torch.testing.assert_close(fast.float(), exact, rtol=2 ** -8, atol=1e-6)
+    calls = []
+    real = compiled.rms_norm
+    monkeypatch.setattr(compiled, "rms_norm", lambda *args: calls.append(len(args)) or real(*args))
     (out1, sum1), (out2, sum2) = both(monkeypatch, lambda: layernorm.fused_add_rms_norm(x, residual, weight, 1e-6))
-    assert torch.equal(sum1, sum2) and sum1.dtype == torch.bfloat16   # the sum rounded to bf16 before the norm
+    assert calls == [4]   # the compiled path ran the add and the norm in one call (the torch one none)
+    assert torch.equal(sum1, sum2) and sum1.dtype == out1.dtype == torch.bfloat16   # the sum rounded before the norm
     torch.testing.assert_close(out1, out2, rtol=2 ** -7, atol=0)
+    # The kernel run as plain Python (its helpers' own code) gives the same bits as the compiled one.
+    bits = [t[:2, :8].contiguous().view(torch.int16).numpy() for t in (x, residual)]
+    out, summed = np.empty_like(bits[0]), np.empty_like(bits[0])
+    compiled.rms_norm_kernel(bits[0], bits[1], weight[:8].view(torch.int16).numpy(), 1e-6, out, summed)
+    fast_out, fast_sum = compiled.rms_norm(x[:2, :8].contiguous(), weight[:8].contiguous(), 1e-6, residual[:2, :8].contiguous())
+    assert np.array_equal(summed, fast_sum.view(torch.int16).numpy())
+    assert np.abs(out.astype(np.int32) - fast_out.view(torch.int16).numpy()).max() <= 1   # the sum's order aside
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -20,10 +20,10 @@ specification; these follow them:
 - :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
   (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
-bf16 (numpy has none): the decode attention and the cache write read bf16 tensors through int16 views of their bits,
-widened exactly where a value is used (:func:`as_f32`), and copy them as bits; RMSNorm (without the residual: the
-torch code adds and rounds the sum first) and rotary embedding widen the whole tensor first; all compute in fp32 and
-round once, as the torch versions do.
+bf16 (numpy has none): the decode attention, the cache write, RMSNorm and the GEMV read bf16 tensors through int16
+views of their bits, widened exactly where a value is used (:func:`as_f32`); the cache write copies them as bits;
+RMSNorm and the GEMV round their results to bf16 in the kernel (:func:`narrow`: ties to even, as torch rounds);
+rotary embedding widens the whole tensor first. All compute in fp32 and round once, as the torch versions do.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
 only where :func:`available` says so: CPU tensors of the dtypes they take, numba installed,
@@ -76,10 +76,19 @@ def as_f32(value):
     return value
 
 
+def narrow(value, out):
+    """``value`` (fp32) as an element of the array ``out``: itself when ``out`` is fp32, the bits of the bf16 nearest to
+    it (ties to even, as torch rounds) when ``out`` holds bf16 bits (int16). Compiled inline where a kernel calls it
+    (:func:`_register_helpers`)."""
+    if out.dtype == np.int16:
+        return np.int16(torch.tensor(value, dtype=torch.float32).to(torch.bfloat16).view(torch.int16).item())
+    return value
+
+
 def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     """Paged decode attention over numpy arrays, in loops numba compiles (plain Python runs it too, slowly).
-    q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``: q and the caches fp32, or all three the int16 bits of bf16
-    values (:func:`as_f32`), out fp32; block_tables/seq_lens int32. Writes ``out``;
+    q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``: all fp32, or all the int16 bits of bf16 values (:func:`as_f32`;
+    each output rounded once, :func:`narrow`); block_tables/seq_lens int32. Writes ``out``;
     returns the first request whose length or used block-table entries are out of range (then ``out`` is unset),
     or -1. Nothing is read before these checks: compiled code does not check bounds."""
     num_seqs, num_heads, head_dim = q.shape
@@ -133,7 +142,7 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
                             acc[j, d] += p * as_f32(v_cache[block, offset, h, d])
             for j in range(group):
                 for d in range(head_dim):
-                    out[b, h * group + j, d] = acc[j, d]
+                    out[b, h * group + j, d] = narrow(acc[j, d], out)
     return -1
 
 
@@ -165,20 +174,21 @@ def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style
 
 
 def rms_norm_kernel(x, residual, weight, eps, out, summed):
-    """Rows of ``x`` ``[T, H]`` plus ``residual`` (when it has rows; the sum written to ``summed``), then
-    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` into ``out``, in fp32. The inputs may be bf16 bits
-    (:func:`as_f32`); ``out`` and ``summed`` are fp32 (the sum is not rounded to bf16: :func:`rms_norm` takes bf16
-    only without a residual)."""
+    """Rows of ``x`` ``[T, H]`` plus ``residual`` (when it has rows), written to ``summed``, then
+    ``row * (1 / sqrt(mean(row**2) + eps)) * weight`` of the rows written into ``out``, computed in fp32. All arrays
+    fp32, or all the bits of bf16 values (int16): then each sum is rounded to bf16 before the norm reads it, as torch
+    adds two bf16 tensors, and each output is rounded once (:func:`as_f32`, :func:`narrow`)."""
     width = x.shape[1]
     for t in range(x.shape[0]):
         total = np.float32(0.0)
         for d in range(width):
             value = as_f32(x[t, d]) + as_f32(residual[t, d]) if residual.shape[0] else as_f32(x[t, d])
-            summed[t, d] = value
+            summed[t, d] = narrow(value, summed)
+            value = as_f32(summed[t, d])
             total += value * value
         scale = np.float32(1.0) / np.sqrt(total / np.float32(width) + np.float32(eps))
         for d in range(width):
-            out[t, d] = summed[t, d] * scale * as_f32(weight[d])
+            out[t, d] = narrow(as_f32(summed[t, d]) * scale * as_f32(weight[d]), out)
 
 
 def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
@@ -205,14 +215,22 @@ _KERNELS = {"decode": (decode_kernel, {"fastmath": {"reassoc", "contract"}}), "r
 @functools.cache
 def _register_helpers() -> None:
     """Let numba compile the helpers the kernels call (plain Python functions) inline wherever a kernel calls them.
-    ``as_f32`` is compiled per type: the identity on floats, the exact widening of :mod:`.gemv` on int16 bits (a kernel
-    cached on disk is not recompiled when that module changes: clear ``__pycache__`` after editing it)."""
+    ``as_f32`` and ``narrow`` are compiled per type: the identity on floats; on int16 bits the exact widening and the
+    rounding of :mod:`.gemv` (a kernel cached on disk is not recompiled when that module changes: clear
+    ``__pycache__`` after editing it)."""
     from numba import types
     from numba.extending import overload, register_jitable
 
-    from .gemv import bf16_to_f32
+    from .gemv import bf16_to_f32, round_to_bf16
 
     register_jitable(inline="always")(exp_nonpositive)
+
+    @overload(narrow, inline="always")
+    def _narrow(value, out):
+        if isinstance(out.dtype, types.Integer) and out.dtype.bitwidth == 16:
+            return lambda value, out: round_to_bf16(value)
+        if isinstance(out.dtype, types.Float):
+            return lambda value, out: value
 
     @overload(as_f32, inline="always")
     def _as_f32(value):
@@ -253,8 +271,8 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
     return _kernel() is not None
 
 
-# The dtypes the decode attention, the KV cache write and RMSNorm without a residual take (bf16 through int16 views
-# of its bits); the fused RMSNorm takes fp32 only, the GEMV bf16 only, rotary embedding fp32 (bf16 widened first).
+# The dtypes the decode attention, the KV cache write and RMSNorm (with or without the residual) take (bf16 through
+# int16 views of its bits); the GEMV takes bf16 only, rotary embedding fp32 (bf16 widened first).
 WIDENED_DTYPES = (torch.float32, torch.bfloat16)
 
 
@@ -289,9 +307,10 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
     """One query per request, ``[B, nh, hd]`` -> ``[B, nh, hd]``, over each request's first ``seq_lens[b]``
     cached tokens, fp32 or bf16 (computed in fp32, returned in the query's dtype). Needs :func:`available` with that
     dtype; shapes are checked by the caller, lengths and block ids here."""
-    out = np.empty(tuple(query.shape), dtype=np.float32)
+    q = _array(query)
+    out = np.empty_like(q)   # fp32, or the bits of bf16 results
     tables = block_tables.to(torch.int32)
-    bad = _kernel("decode")(_array(query), _array(key_cache), _array(value_cache), _array(tables),
+    bad = _kernel("decode")(q, _array(key_cache), _array(value_cache), _array(tables),
                             _array(seq_lens.to(torch.int32)), np.float32(scale), out)
     if bad >= 0:
         length, capacity = int(seq_lens[bad]), tables.shape[1] * key_cache.shape[1]
@@ -299,7 +318,7 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
             raise ValueError(f"request {bad}: seq_len {length} is not within 1 .. max_blocks * block_size ({capacity})")
         raise ValueError(f"request {bad}: its block table row {tables[bad].tolist()} holds an entry that is not a "
                          f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {length} tokens use")
-    return torch.from_numpy(out).to(query.dtype)
+    return _tensor(out, query.dtype)
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
@@ -318,17 +337,22 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
              residual: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """:func:`~.layernorm.rms_norm`, or with ``residual`` :func:`~.layernorm.fused_add_rms_norm`, compiled (needs
-    :func:`available`; the caller checks the shapes). Without ``residual``, ``x`` and ``weight`` may be bf16 (both):
-    computed in fp32, rounded once, as ``torch.rms_norm`` does."""
+    :func:`available_widened`: every tensor fp32, or every one bf16; the caller checks the shapes). bf16 is computed in
+    fp32 and rounded once, the residual sum rounded to bf16 before the norm, as the torch versions do."""
     rows = _array(x)
-    out, summed = np.empty(rows.shape, dtype=np.float32), np.empty(rows.shape, dtype=np.float32)
+    out, summed = np.empty_like(rows), np.empty_like(rows)   # fp32, or the bits of bf16 results
     width = rows.shape[-1]
     extra = _array(residual).reshape(-1, width) if residual is not None else rows.reshape(-1, width)[:0]
     _kernel("rms_norm")(rows.reshape(-1, width), extra, _array(weight), eps, out.reshape(-1, width),
                         summed.reshape(-1, width))
     if residual is None:
-        return torch.from_numpy(out).to(x.dtype)
-    return torch.from_numpy(out), torch.from_numpy(summed)
+        return _tensor(out, x.dtype)
+    return _tensor(out, x.dtype), _tensor(summed, x.dtype)
+
+
+def _tensor(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """The tensor over a kernel's output: fp32 as it is, bf16 bits (int16) viewed as bf16."""
+    return torch.from_numpy(array).view(torch.bfloat16) if dtype is torch.bfloat16 else torch.from_numpy(array)
 
 
 def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,

@@ -30,9 +30,8 @@ def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Te
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """``residual = x + residual`` (rounded to x's dtype), then ``(rms_norm(residual), residual)``."""
     check_norm_args(x, weight, residual)
-    if compiled.available(x, residual, weight):
-        return compiled.rms_norm(x, weight, eps, residual)
-    # Same dtypes: torch adds in fp32 and rounds once, as the conversions would. (bf16 with numba: the norm of the
-    # rounded sum is the compiled one, through rms_norm.)
+    if compiled.available_widened(x, residual, weight):
+        return compiled.rms_norm(x, weight, eps, residual)   # fp32 or bf16 with numba: one call
+    # Same dtypes: torch adds in fp32 and rounds once, as the conversions would.
     summed = x + residual if x.dtype == residual.dtype else (x.float() + residual.float()).to(x.dtype)
     return rms_norm(summed, weight, eps), summed
