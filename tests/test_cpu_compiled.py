@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from mini_platform import envs
-from mini_platform.ops.cpu import attention, compiled, layernorm, linear, rotary
+from mini_platform.ops.cpu import activation, attention, compiled, layernorm, linear, rotary
 from mini_platform.compilation.cpu_graph import CPUGraphWrapper
 
 pytestmark = pytest.mark.skipif(compiled._kernel() is None, reason="numba is not installed")
@@ -59,6 +59,30 @@ def test_rms_norm_equals_torch_up_to_rounding_and_the_residual_sum_exactly(monke
     assert torch.equal(sum1, sum2) and sum1.shape == x.shape
     torch.testing.assert_close(out1, out2, rtol=1e-6, atol=1e-6)
     assert torch.equal(x, torch.randn(shape, generator=torch.Generator().manual_seed(1)))   # inputs untouched
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 3, 64), (64,), (0, 64)])
+def test_silu_and_mul_equals_torch_up_to_rounding_in_fp32_and_bf16(monkeypatch, shape):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(shape, generator=g) * 8
+    if x.numel():
+        x.view(-1)[:4] = torch.tensor([100.0, -100.0, 0.0, -0.0])   # past exp's range both ways, and both zeros
+    assert compiled.available_widened(x)
+    fast, slow = both(monkeypatch, lambda: activation.silu_and_mul(x))
+    assert fast.shape == slow.shape == (*shape[:-1], 32) and fast.dtype == torch.float32
+    torch.testing.assert_close(fast, slow, rtol=1e-6, atol=1e-6)
+    xb = x.bfloat16()
+    fast, slow = both(monkeypatch, lambda: activation.silu_and_mul(xb))
+    gate, up = xb.float().chunk(2, dim=-1)
+    exact = F.silu(gate) * up
+    assert fast.dtype == torch.bfloat16
+    torch.testing.assert_close(fast.float(), exact, rtol=2 ** -8, atol=1e-6)   # one bf16 rounding
+    if x.numel():
+        assert (fast == slow).float().mean() > 0.95   # the torch path rounds the same sums; its exp differs a little
+    for value in ("1", "0"):
+        monkeypatch.setenv(envs.CPU_COMPILED, value)
+        with pytest.raises(ValueError, match="even last dimension"):
+            activation.silu_and_mul(torch.ones(2, 7))
 
 
 def test_cache_write_is_bitwise_the_torch_write_and_skips_padding_slots(monkeypatch):

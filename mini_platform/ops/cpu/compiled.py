@@ -16,13 +16,16 @@ specification; these follow them:
 - :func:`rotary_embedding`: the same products and sums in the same order as the torch version: bitwise equal.
 - :func:`rms_norm`: the residual add bitwise equal; the mean of squares summed in another order, so the result is
   equal up to float rounding.
+- :func:`silu_and_mul`: the gated SiLU in one pass (torch: a conversion, a split, ``silu``, a product, a conversion
+  back); its exp is :func:`exp_nonpositive`, so equal up to float rounding (vLLM's ``silu_and_mul`` in
+  ``csrc/cpu/activation.cpp``, read at commit e29559c, computes ``x / (1 + exp(-x))`` in fp32 the same way).
 - :func:`reshape_and_cache`: copies, bitwise equal; out-of-range slots found in the same pass.
 - :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
   (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
-bf16 (numpy has none): the decode attention, the cache write, RMSNorm and the GEMV read bf16 tensors through int16
-views of their bits, widened exactly where a value is used (:func:`as_f32`); the cache write copies them as bits;
-RMSNorm and the GEMV round their results to bf16 in the kernel (:func:`narrow`: ties to even, as torch rounds);
+bf16 (numpy has none): the decode attention, the cache write, RMSNorm, the gated SiLU and the GEMV read bf16 tensors
+through int16 views of their bits, widened exactly where a value is used (:func:`as_f32`); the cache write copies them
+as bits; the others round their results to bf16 in the kernel (:func:`narrow`: ties to even, as torch rounds);
 rotary embedding widens the whole tensor first. All compute in fp32 and round once, as the torch versions do.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
@@ -191,6 +194,22 @@ def rms_norm_kernel(x, residual, weight, eps, out, summed):
             out[t, d] = narrow(as_f32(summed[t, d]) * scale * as_f32(weight[d]), out)
 
 
+def silu_and_mul_kernel(x, out):
+    """``silu(gate) * up`` for each row of ``x`` ``[T, 2d]`` (gate, then up) into ``out`` ``[T, d]``, in fp32; all fp32
+    or all bf16 bits (:func:`as_f32`, :func:`narrow`). ``silu(g) = g * sigmoid(g)``, the sigmoid from
+    ``e = e**-|g|`` (:func:`exp_nonpositive`, which LLVM vectorizes): ``1 / (1 + e)`` for ``g >= 0``, ``e / (1 + e)``
+    below, so that the exp never overflows."""
+    half = out.shape[1]
+    for t in range(x.shape[0]):
+        for i in range(half):
+            gate = as_f32(x[t, i])
+            e = exp_nonpositive(-abs(gate))
+            sigmoid = np.float32(1.0) / (np.float32(1.0) + e)
+            if gate < np.float32(0.0):
+                sigmoid *= e
+            out[t, i] = narrow(gate * sigmoid * as_f32(x[t, half + i]), out)
+
+
 def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
     """Row ``t`` of ``key``/``value`` ``[T, W]`` to row ``slots[t]`` of the caches ``[num_slots, W]``; slots below 0
     are skipped. Returns the first row whose slot is past the cache (nothing is written then), or -1."""
@@ -207,6 +226,7 @@ def reshape_and_cache_kernel(key, value, key_cache, value_cache, slots):
 
 _KERNELS = {"decode": (decode_kernel, {"fastmath": {"reassoc", "contract"}}), "rotary": (rotary_kernel, {}),
             "rms_norm": (rms_norm_kernel, {"fastmath": {"reassoc"}}),
+            "silu_and_mul": (silu_and_mul_kernel, {"fastmath": {"reassoc", "contract"}}),
             "reshape_and_cache": (reshape_and_cache_kernel, {}),
             # parallel, and built on LLVM intrinsics (numba.extending): in its own module, imported only with numba
             "gemv_bf16": ("gemv", {"fastmath": True, "parallel": True})}
@@ -271,8 +291,8 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
     return _kernel() is not None
 
 
-# The dtypes the decode attention, the KV cache write and RMSNorm (with or without the residual) take (bf16 through
-# int16 views of its bits); the GEMV takes bf16 only, rotary embedding fp32 (bf16 widened first).
+# The dtypes the decode attention, the KV cache write, RMSNorm (with or without the residual) and the gated SiLU take
+# (bf16 through int16 views of its bits); the GEMV takes bf16 only, rotary embedding fp32 (bf16 widened first).
 WIDENED_DTYPES = (torch.float32, torch.bfloat16)
 
 
@@ -353,6 +373,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
 def _tensor(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
     """The tensor over a kernel's output: fp32 as it is, bf16 bits (int16) viewed as bf16."""
     return torch.from_numpy(array).view(torch.bfloat16) if dtype is torch.bfloat16 else torch.from_numpy(array)
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """:func:`~.activation.silu_and_mul` compiled (needs :func:`available_widened`; the caller checks that the last dim
+    is even): ``x`` ``[..., 2d]`` fp32 or bf16 -> ``[..., d]``, computed in fp32 and rounded once."""
+    rows = _array(x)
+    width = rows.shape[-1]
+    out = np.empty(rows.shape[:-1] + (width // 2,), dtype=rows.dtype)
+    _kernel("silu_and_mul")(rows.reshape(-1, width), out.reshape(-1, width // 2))
+    return _tensor(out, x.dtype)
 
 
 def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
