@@ -242,8 +242,8 @@ def test_bf16_rotary_and_cache_write_are_bitwise_the_torch_ones(monkeypatch):
     positions = torch.tensor([0, 5, 31, 7, 5])
     query, key = _bf16(g, 5, 4 * 16), _bf16(g, 5, 2 * 16)
     cache = torch.randn(32, 16, generator=g)
-    for neox in (True, False):
-        (q1, k1), (q2, k2) = both(monkeypatch, lambda: rotary.rotary_embedding(positions, query, key, 16, cache, neox))
+    for neox, table in [(True, cache), (False, cache), (True, cache.bfloat16())]:   # an fp32 or a bf16 cos/sin cache
+        (q1, k1), (q2, k2) = both(monkeypatch, lambda: rotary.rotary_embedding(positions, query, key, 16, table, neox))
         assert q1.dtype == torch.bfloat16 and torch.equal(q1, q2) and torch.equal(k1, k2)
     new, slots = _bf16(g, 5, 2, 8), torch.tensor([9, -1, 0, 15, -1], dtype=torch.int32)
 

@@ -23,10 +23,9 @@ specification; these follow them:
 - :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
   (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
-bf16 (numpy has none): the decode attention, the cache write, RMSNorm, the gated SiLU and the GEMV read bf16 tensors
-through int16 views of their bits, widened exactly where a value is used (:func:`as_f32`); the cache write copies them
-as bits; the others round their results to bf16 in the kernel (:func:`narrow`: ties to even, as torch rounds);
-rotary embedding widens the whole tensor first. All compute in fp32 and round once, as the torch versions do.
+bf16 (numpy has none): every kernel reads bf16 tensors through int16 views of their bits, widened exactly where a value
+is used (:func:`as_f32`); the cache write copies them as bits; the others round their results to bf16 in the kernel
+(:func:`narrow`: ties to even, as torch rounds). All compute in fp32 and round once, as the torch versions do.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
 only where :func:`available` says so: CPU tensors of the dtypes they take, numba installed,
@@ -151,8 +150,9 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
 
 def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style, query_out, key_out):
     """Rotate each head of ``query``/``key`` ``[T, n*head_size]`` by the angles of its row's position, into
-    ``*_out``; the first ``rot_dim`` (the cache's width) dims rotate, the rest pass through. Returns the first row
-    whose position is not a row of ``cos_sin_cache`` (then the outputs are unset), or -1."""
+    ``*_out``; the first ``rot_dim`` (the cache's width) dims rotate, the rest pass through. Query, key and the outputs
+    fp32, or all bf16 bits (each rotated value rounded once, :func:`narrow`); the cache fp32 or bf16 bits. Returns the
+    first row whose position is not a row of ``cos_sin_cache`` (then the outputs are unset), or -1."""
     num_rows, rot_dim = cos_sin_cache.shape[0], cos_sin_cache.shape[1]
     half = rot_dim // 2
     for t in range(positions.shape[0]):
@@ -163,14 +163,14 @@ def rotary_kernel(positions, query, key, cos_sin_cache, head_size, is_neox_style
             p = positions[t]
             for base in range(0, x.shape[1], head_size):
                 for i in range(half):
-                    c, s = cos_sin_cache[p, i], cos_sin_cache[p, half + i]
+                    c, s = as_f32(cos_sin_cache[p, i]), as_f32(cos_sin_cache[p, half + i])
                     if is_neox_style:   # dim i pairs with dim i + half
                         first, second = base + i, base + half + i
                     else:               # dim 2i pairs with dim 2i + 1
                         first, second = base + 2 * i, base + 2 * i + 1
-                    x1, x2 = x[t, first], x[t, second]
-                    out[t, first] = x1 * c - x2 * s
-                    out[t, second] = x2 * c + x1 * s
+                    x1, x2 = as_f32(x[t, first]), as_f32(x[t, second])
+                    out[t, first] = narrow(x1 * c - x2 * s, out)
+                    out[t, second] = narrow(x2 * c + x1 * s, out)
                 for d in range(base + rot_dim, base + head_size):
                     out[t, d] = x[t, d]
     return -1
@@ -291,8 +291,7 @@ def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> boo
     return _kernel() is not None
 
 
-# The dtypes the decode attention, the KV cache write, RMSNorm (with or without the residual) and the gated SiLU take
-# (bf16 through int16 views of its bits); the GEMV takes bf16 only, rotary embedding fp32 (bf16 widened first).
+# The dtypes every kernel but the GEMV takes (bf16 through int16 views of its bits); the GEMV takes bf16 only.
 WIDENED_DTYPES = (torch.float32, torch.bfloat16)
 
 
@@ -343,15 +342,16 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, head_size: int,
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`~.rotary.rotary_embedding` compiled (needs :func:`available` for query, key and the cache; the caller
-    checks the shapes). IndexError for a position past the cache, as ``index_select`` raises it there."""
+    """:func:`~.rotary.rotary_embedding` compiled (needs :func:`available_widened` for query and key, and for the cache;
+    the caller checks the shapes): fp32, or bf16 computed in fp32 and rounded once, bitwise the torch version's.
+    IndexError for a position past the cache, as ``index_select`` raises it there."""
     q, k = _array(query), _array(key)
     q_out, k_out = np.empty_like(q), np.empty_like(k)
     bad = _kernel("rotary")(_array(positions), q, k, _array(cos_sin_cache), head_size, is_neox_style, q_out, k_out)
     if bad >= 0:
         raise IndexError(f"position {int(positions[bad])} (row {bad}) is not a row of the cos/sin cache "
                          f"({cos_sin_cache.shape[0]} positions)")
-    return torch.from_numpy(q_out), torch.from_numpy(k_out)
+    return _tensor(q_out, query.dtype), _tensor(k_out, key.dtype)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,

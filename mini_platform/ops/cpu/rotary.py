@@ -45,13 +45,9 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
                      cos_sin_cache: torch.Tensor, is_neox_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Return rotated copies of ``query`` ``[T, nh*hd]`` and ``key`` ``[T, nkv*hd]`` (see ``mini_platform.ops``)."""
     check_rotary_args(positions, query, key, head_size, cos_sin_cache)
-    if compiled.available(query, key, cos_sin_cache):   # fp32 with numba: the same arithmetic in one call
+    if compiled.available_widened(query, key) and compiled.available_widened(cos_sin_cache):
+        # fp32 or bf16 with numba: the same arithmetic in one call (bf16 widened, rotated in fp32, rounded once)
         return compiled.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style)
-    if compiled.available(query, key, dtype=torch.bfloat16) and cos_sin_cache.is_cpu:
-        # bf16: the rotation below runs in fp32 on the widened values and rounds once; so does this
-        q, k = compiled.rotary_embedding(positions, query.float(), key.float(), head_size, cos_sin_cache.float(),
-                                         is_neox_style)
-        return q.to(query.dtype), k.to(key.dtype)
     cos, sin = cos_sin_cache.index_select(0, positions).float().chunk(2, dim=-1)
     # Query and key side by side: one rotation instead of two.
     both = _rotate(torch.cat((query.float(), key.float()), dim=-1), cos, sin, head_size, is_neox_style)
