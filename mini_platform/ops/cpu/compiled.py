@@ -23,9 +23,10 @@ specification; these follow them:
 - :func:`linear_bf16`: ``F.linear`` for one bf16 token, a GEMV that reads the weight near the memory's bandwidth
   (:mod:`.gemv` says why torch's does not); fp32 sums in another order, so equal up to the last bf16 bit.
 
-bf16 (numpy has none): every kernel reads bf16 tensors through int16 views of their bits, widened exactly where a value
-is used (:func:`as_f32`); the cache write copies them as bits; the others round their results to bf16 in the kernel
-(:func:`narrow`: ties to even, as torch rounds). All compute in fp32 and round once, as the torch versions do.
+bf16 (numpy has none): every kernel reads bf16 tensors through int16 views of their bits (the GEMV reads its weight two
+values to a 32-bit word), widened exactly where a value is used (:func:`as_f32`); the cache write copies them as bits;
+the others round their results to bf16 in the kernel (:func:`narrow`: ties to even, as torch rounds). All compute in
+fp32 and round once, as the torch versions do.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
 only where :func:`available` says so: CPU tensors of the dtypes they take, numba installed,
@@ -197,16 +198,16 @@ def rms_norm_kernel(x, residual, weight, eps, out, summed):
 def silu_and_mul_kernel(x, out):
     """``silu(gate) * up`` for each row of ``x`` ``[T, 2d]`` (gate, then up) into ``out`` ``[T, d]``, in fp32; all fp32
     or all bf16 bits (:func:`as_f32`, :func:`narrow`). ``silu(g) = g * sigmoid(g)``, the sigmoid from
-    ``e = e**-|g|`` (:func:`exp_nonpositive`, which LLVM vectorizes): ``1 / (1 + e)`` for ``g >= 0``, ``e / (1 + e)``
+    ``z = exp(-|g|)`` (:func:`exp_nonpositive`, which LLVM vectorizes): ``1 / (1 + z)`` for ``g >= 0``, ``z / (1 + z)``
     below, so that the exp never overflows."""
     half = out.shape[1]
     for t in range(x.shape[0]):
         for i in range(half):
             gate = as_f32(x[t, i])
-            e = exp_nonpositive(-abs(gate))
-            sigmoid = np.float32(1.0) / (np.float32(1.0) + e)
+            z = exp_nonpositive(-abs(gate))
+            sigmoid = np.float32(1.0) / (np.float32(1.0) + z)
             if gate < np.float32(0.0):
-                sigmoid *= e
+                sigmoid *= z
             out[t, i] = narrow(gate * sigmoid * as_f32(x[t, half + i]), out)
 
 
