@@ -13,9 +13,9 @@ with those sizes; nothing is downloaded). In the same run:
 - the floor: the bytes one decode step reads at least (every weight once: the tied embedding counts once,
   as the LM head reads it; the embedding lookup reads one row) divided by the triad bandwidth;
 - the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding, median; at batch 1 in
-  bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of
-  transformers (greedy ``generate``: (time for 1 + N new tokens - time for 1) / N), side by side, and each as a
-  fraction of the floor (floor / step: 1.0 reads the weights at the full measured bandwidth);
+  bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of transformers (greedy
+  ``generate``, each step timed as it ends through a streamer, median), side by side, and each as a fraction of the
+  floor (floor / step: 1.0 reads the weights at the full measured bandwidth);
 - the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
   nothing else; timed after each decode step, median): the ceiling of our step; the rest of the step (attention,
   norms, sampling, Python) is the difference.
@@ -128,23 +128,39 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> t
 
 
 def hf_step(model, prompts: list[list[int]], steps: int) -> float:
-    """Seconds per decode step of transformers' greedy generate on one left-padded batch."""
+    """Median seconds of a decode step of transformers' greedy generate on one left-padded batch: each step timed as it
+    ends (generate pushes every new token to a streamer), as our engine's steps are, so that a slow moment of the
+    machine moves the median little. A difference of two whole runs, as this once was, came out negative on a busy
+    machine."""
     import transformers
+    from transformers.generation.streamers import BaseStreamer
+
+    class Clock(BaseStreamer):
+        """When generate pushed each batch of tokens: the prompt, then one token per request after each step."""
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def put(self, value) -> None:
+            self.times.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
 
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[PAD] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
 
-    def generate(new: int) -> float:
+    def generate(new: int) -> list[float]:
         config = transformers.GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=False,
                                                eos_token_id=None, pad_token_id=PAD)
-        start = time.perf_counter()
+        clock = Clock()
         with torch.no_grad():
-            model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
-        return time.perf_counter() - start
+            model.generate(input_ids=ids, attention_mask=mask, generation_config=config, streamer=clock)
+        return clock.times
 
     generate(2)   # warm-up
-    return (min(generate(1 + steps) for _ in range(2)) - min(generate(1) for _ in range(2))) / steps
+    times = generate(1 + steps)   # the prompt, the prefill's token, then `steps` decode steps
+    return statistics.median(later - earlier for earlier, later in zip(times[1:], times[2:]))
 
 
 def main() -> None:

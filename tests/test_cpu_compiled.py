@@ -277,10 +277,11 @@ def test_bf16_rms_norm_is_torch_rms_norm_up_to_rounding(monkeypatch):
     assert torch.equal(sum1, sum2) and sum1.dtype == out1.dtype == torch.bfloat16   # the sum rounded before the norm
     torch.testing.assert_close(out1, out2, rtol=2 ** -7, atol=0)
     # The kernel run as plain Python (its helpers' own code) gives the same bits as the compiled one.
-    bits = [t[:2, :8].contiguous().view(torch.int16).numpy() for t in (x, residual)]
+    x8, residual8, weight8 = x[:2, :8].contiguous(), residual[:2, :8].contiguous(), weight[:8].contiguous()
+    bits = [t.view(torch.int16).numpy() for t in (x8, residual8, weight8)]
     out, summed = np.empty_like(bits[0]), np.empty_like(bits[0])
-    compiled.rms_norm_kernel(bits[0], bits[1], weight[:8].view(torch.int16).numpy(), 1e-6, out, summed)
-    fast_out, fast_sum = compiled.rms_norm(x[:2, :8].contiguous(), weight[:8].contiguous(), 1e-6, residual[:2, :8].contiguous())
+    compiled.rms_norm_kernel(bits[0], bits[1], bits[2], 1e-6, out, summed)
+    fast_out, fast_sum = compiled.rms_norm(x8, weight8, 1e-6, residual8)
     assert np.array_equal(summed, fast_sum.view(torch.int16).numpy())
     assert np.abs(out.astype(np.int32) - fast_out.view(torch.int16).numpy()).max() <= 1   # the sum's order aside
 

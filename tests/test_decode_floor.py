@@ -24,3 +24,13 @@ def test_the_floor_counts_the_weights_the_step_multiplies_and_the_norms(dtype):
     norms = sum(p.numel() * p.element_size() for name, p in model.named_parameters() if name.endswith("norm.weight"))
     assert read + norms == decode_floor.weight_bytes(SIZES, dtype)
     assert decode_floor.matmuls_timer(model, batch=2)() > 0
+
+
+def test_transformers_steps_are_timed_one_by_one():
+    """hf_step times each decode step through a streamer (the protocol of transformers' generate): a positive median."""
+    import transformers
+
+    config = transformers.Qwen2Config(**tiny.tiny_config("qwen2", **SIZES))
+    model = transformers.Qwen2ForCausalLM(config).eval()
+    model.generation_config.eos_token_id = None
+    assert decode_floor.hf_step(model, [[5, 6, 7], [8, 9]], steps=3) > 0
