@@ -235,11 +235,10 @@ def test_a_forward_reads_each_switch_once_and_the_next_step_sees_a_change(checkp
     reads.clear()
     engine.step()   # a decode step: one forward, then the LM head
     assert 1 <= len(reads) <= 2, f"{len(reads)} reads of {envs.CPU_COMPILED} in one decode step"
-    calls = []
-    monkeypatch.setattr(compiled, "paged_decode_attention", lambda *a, **k: calls.append(1) or pytest.fail("compiled"))
+    monkeypatch.setattr(compiled, "paged_decode_attention", lambda *a: pytest.fail("the compiled attention ran"))
     monkeypatch.setenv(envs.CPU_COMPILED, "0")
     engine.step()   # the torch decode attention runs: the compiled one is never called
-    assert not calls and not engine.has_unfinished_requests()
+    assert not engine.has_unfinished_requests()
 
 
 def test_bad_input_is_rejected_before_any_work(checkpoints, monkeypatch):
