@@ -26,11 +26,27 @@ def test_the_floor_counts_the_weights_the_step_multiplies_and_the_norms(dtype):
     assert decode_floor.matmuls_timer(model, batch=2)() > 0
 
 
-def test_transformers_steps_are_timed_one_by_one():
-    """hf_step times each decode step through a streamer (the protocol of transformers' generate): a positive median."""
+def test_transformers_steps_are_timed_one_by_one(monkeypatch):
+    """hf_step times each decode step through a streamer (the protocol of transformers' generate), leaving out the
+    prompt and the prefill: with a clock that reads i**2 at its i-th reading, the prompt, the prefill's token and three
+    steps are read at 0, 1, 4, 9, 16, so the steps take 3, 5 and 7 and their median is 5."""
+    import types
+
     import transformers
 
     config = transformers.Qwen2Config(**tiny.tiny_config("qwen2", **SIZES))
     model = transformers.Qwen2ForCausalLM(config).eval()
     model.generation_config.eos_token_id = None
     assert decode_floor.hf_step(model, [[5, 6, 7], [8, 9]], steps=3) > 0
+    readings = iter(range(100))
+    monkeypatch.setattr(decode_floor, "time", types.SimpleNamespace(perf_counter=lambda: next(readings) ** 2))
+    real_generate = model.generate
+
+    def generate(*args, **kwargs):   # the warm-up (2 tokens: 3 readings) is not timed: restart the clock after it
+        nonlocal readings
+        out = real_generate(*args, **kwargs)
+        if kwargs["generation_config"].max_new_tokens == 2:
+            readings = iter(range(100))
+        return out
+    monkeypatch.setattr(model, "generate", generate)
+    assert decode_floor.hf_step(model, [[5, 6, 7], [8, 9]], steps=3) == 5

@@ -281,9 +281,9 @@ def _kernel(name: str = "decode"):
 
 
 def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> bool:
-    """Whether the compiled kernels run these inputs: CPU tensors of ``dtype`` (fp32 for all but
-    :func:`linear_bf16`), no autograd, numba installed, ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph
-    capture or ``torch.compile`` trace in progress."""
+    """Whether the compiled kernels run these inputs: CPU tensors of ``dtype``, no autograd, numba installed,
+    ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph capture or ``torch.compile`` trace in progress. The GEMV
+    asks it with ``dtype=torch.bfloat16``; every other kernel asks :func:`available_widened`."""
     if torch.compiler.is_compiling() or is_capturing() or not envs.cpu_compiled():
         return False
     for t in tensors:
@@ -427,4 +427,4 @@ def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     pairs = _array(weight).view(np.uint32)   # two bf16 values per word (the caller checks that K is even)
     # Prefetch about 4 KiB ahead: 2 rows of a hidden size of 896 (Qwen2.5-0.5B), 1 row of its MLP's 4864.
     _kernel("gemv_bf16")(_array(x).reshape(width), pairs, extra, out, max(1, 4096 // (2 * width)))
-    return torch.from_numpy(out).view(torch.bfloat16).view(*x.shape[:-1], rows)
+    return _tensor(out, torch.bfloat16).view(*x.shape[:-1], rows)
