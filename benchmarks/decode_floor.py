@@ -7,18 +7,23 @@ A Qwen2.5-0.5B-sized model (24 layers, hidden 896, 14 query / 2 KV heads of 64, 
 tied embeddings: 494 M parameters) with random weights is written locally (``mini_platform.model.tiny``
 with those sizes; nothing is downloaded). In the same run:
 
-- the memory bandwidth of this machine, measured with torch on the same threads: a copy of a 1 GiB tensor
+- the memory bandwidth of this machine, measured with torch on the same threads: a copy of a 512 MiB tensor
   (``dst.copy_(src)``, 2 bytes moved per byte copied) and a STREAM-like triad (``a = b + s * c``,
-  ``torch.add(b, c, alpha=s, out=a)``, 3 arrays), best of several;
-- the floor: the bytes one decode step reads at least (every weight once: the tied embedding counts once,
-  as the LM head reads it; the embedding lookup reads one row) divided by the triad bandwidth;
-- the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding, median; at batch 1 in
+  ``torch.add(b, c, alpha=s, out=a)``, three arrays of 512 MiB: five times the L3 cache of the machine this was
+  written on), best of several, at the start;
+- the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding; at batch 1 in
   bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of transformers (greedy
-  ``generate``, each step timed as it ends through a streamer, median), side by side, and each as a fraction of the
-  floor (floor / step: 1.0 reads the weights at the full measured bandwidth);
+  ``generate``, each step timed as it ends through a streamer), side by side;
 - the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
-  nothing else; timed after each decode step, median): the ceiling of our step; the rest of the step (attention,
-  norms, sampling, Python) is the difference.
+  nothing else, run after each of our decode steps): the ceiling of our step; the rest of the step (attention,
+  norms, sampling, Python) is the difference;
+- each as a fraction of the floor: the bytes one decode step reads at least (every weight once: the tied embedding
+  counts once, as the LM head reads it; the embedding lookup reads one row) divided by the bandwidth, over the
+  step's time (1.0 reads the weights at the full measured bandwidth). The bandwidth of each step's floor is a triad
+  run right after that step (for transformers, inside the streamer, outside the timed interval): on a machine shared
+  with others the bandwidth moves by a third within minutes, so a step is compared with the machine as it was at
+  that moment, not with its best moment. The medians of the steps' times and of their fractions are printed, with
+  the median triad of the row.
 
 At batch 8 and 32 the prompts have mixed lengths (16..112 tokens); transformers gets one left-padded batch.
 Ratios from one run on the machine printed with them; run it on an idle machine.
@@ -45,21 +50,35 @@ QWEN25_05B = {"vocab_size": 151936, "hidden_size": 896, "intermediate_size": 486
 PAD = 0
 
 
-def bandwidth(threads: int, gib: float = 1.0, repeat: int = 5) -> dict[str, float]:
-    """Bytes per second of a large copy and of a triad, best of ``repeat``, on ``threads`` torch threads."""
-    torch.set_num_threads(threads)
-    n = int(gib * (1 << 30)) // 4
-    a, b, c = torch.empty(n), torch.rand(n), torch.rand(n)
+class Triad:
+    """A STREAM-like triad, ``a = b + 3 * c`` over three preallocated fp32 arrays of ``gib`` GiB each: calling it
+    runs one and returns the bytes per second it moved (3 arrays: two read, one written)."""
+
+    def __init__(self, gib: float = 0.5) -> None:
+        n = int(gib * (1 << 30)) // 4
+        self.a, self.b, self.c = torch.empty(n), torch.rand(n), torch.rand(n)
+
+    def __call__(self) -> float:
+        start = time.perf_counter()
+        torch.add(self.b, self.c, alpha=3.0, out=self.a)
+        return 3 * self.a.nbytes / (time.perf_counter() - start)
+
+
+def bandwidth(triad: Triad, repeat: int = 5) -> dict[str, float]:
+    """Bytes per second of a large copy (``triad``'s arrays) and of ``triad``, best of ``repeat``."""
     best = {"copy": 0.0, "triad": 0.0}
     for _ in range(repeat):
         start = time.perf_counter()
-        a.copy_(b)
-        best["copy"] = max(best["copy"], 2 * 4 * n / (time.perf_counter() - start))
-        start = time.perf_counter()
-        torch.add(b, c, alpha=3.0, out=a)
-        best["triad"] = max(best["triad"], 3 * 4 * n / (time.perf_counter() - start))
-    del a, b, c
+        triad.a.copy_(triad.b)
+        best["copy"] = max(best["copy"], 2 * triad.a.nbytes / (time.perf_counter() - start))
+        best["triad"] = max(best["triad"], triad())
     return best
+
+
+def of_floor(floor_bytes: int, seconds: list[float], bandwidths: list[float]) -> float:
+    """The median over steps of ``floor / step``, each step's floor ``floor_bytes`` over the bandwidth measured
+    right after it."""
+    return statistics.median(floor_bytes / rate / step for step, rate in zip(seconds, bandwidths, strict=True))
 
 
 def weight_bytes(config: dict, dtype: torch.dtype) -> int:
@@ -105,9 +124,10 @@ def matmuls_timer(model, batch: int) -> Callable[[], float]:
     return one_pass
 
 
-def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> tuple[float, float]:
-    """Median seconds of an engine step in which every request decodes, and of its matmuls alone, timed after each
-    such step (so that both see the machine in the same state)."""
+def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int,
+              probe: Callable[[], float]) -> tuple[list[float], list[float], list[float]]:
+    """Seconds of the first ``steps`` engine steps in which every request decodes; after each, seconds of its matmuls
+    alone, then the bandwidth ``probe`` measures (so that all three see the machine in the same state)."""
     from mini_platform import LLMEngine, SamplingParams
 
     engine = LLMEngine(path, dtype=dtype, max_num_seqs=len(prompts), max_model_len=256,
@@ -115,7 +135,7 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> t
     matmuls = matmuls_timer(engine.runner.model, len(prompts))
     for i, prompt in enumerate(prompts):
         engine.add_request(prompt, SamplingParams(temperature=0, max_tokens=steps + 3, ignore_eos=True), str(i))
-    times, matmul_times = [], []
+    times, matmul_times, rates = [], [], []
     while engine.has_unfinished_requests():
         start = time.perf_counter()
         outputs = engine.step()
@@ -123,25 +143,30 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int) -> t
         if len(outputs) == len(prompts) and all(len(o.token_ids) > 1 for o in outputs):   # a decode-only step
             times.append(seconds)
             matmul_times.append(matmuls())
+            rates.append(probe())
     engine.close()
-    return statistics.median(times[:steps]), statistics.median(matmul_times[:steps])
+    return times[:steps], matmul_times[:steps], rates[:steps]
 
 
-def hf_step(model, prompts: list[list[int]], steps: int) -> float:
-    """Median seconds of a decode step of transformers' greedy generate on one left-padded batch: each step timed as it
-    ends (generate pushes every new token to a streamer), as our engine's steps are, so that a slow moment of the
-    machine moves the median little. A difference of two whole runs, as this once was, came out negative on a busy
-    machine."""
+def hf_step(model, prompts: list[list[int]], steps: int, probe: Callable[[], float]) -> tuple[list[float], list[float]]:
+    """Seconds of ``steps`` decode steps of transformers' greedy generate on one left-padded batch, and the bandwidth
+    ``probe`` measured right after each. generate pushes every new token to a streamer: the streamer notes when a
+    step ended, runs the probe, and notes when generate goes on, so a step's time is from the end of one probe to the
+    start of the next push and the probe is never inside it. (A difference of two whole runs, as this once was, came out
+    negative on a busy machine.)"""
     import transformers
     from transformers.generation.streamers import BaseStreamer
 
     class Clock(BaseStreamer):
-        """When generate pushed each batch of tokens: the prompt, then one token per request after each step."""
+        """For each batch of tokens pushed (the prompt, then one token per request after each step): when the push
+        came, the probe's bandwidth, and when the push returned."""
         def __init__(self) -> None:
-            self.times: list[float] = []
+            self.pushed: list[tuple[float, float, float]] = []
 
         def put(self, value) -> None:
-            self.times.append(time.perf_counter())
+            came = time.perf_counter()
+            rate = probe()
+            self.pushed.append((came, rate, time.perf_counter()))
 
         def end(self) -> None:
             pass
@@ -150,17 +175,18 @@ def hf_step(model, prompts: list[list[int]], steps: int) -> float:
     ids = torch.tensor([[PAD] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
 
-    def generate(new: int) -> list[float]:
+    def generate(new: int) -> list[tuple[float, float, float]]:
         config = transformers.GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=False,
                                                eos_token_id=None, pad_token_id=PAD)
         clock = Clock()
         with torch.no_grad():
             model.generate(input_ids=ids, attention_mask=mask, generation_config=config, streamer=clock)
-        return clock.times
+        return clock.pushed
 
     generate(2)   # warm-up
-    times = generate(1 + steps)   # the prompt, the prefill's token, then `steps` decode steps
-    return statistics.median(later - earlier for earlier, later in zip(times[1:], times[2:]))
+    pushed = generate(1 + steps)   # the prompt, the prefill's token, then `steps` decode steps
+    decodes = list(zip(pushed[1:], pushed[2:]))
+    return [later[0] - earlier[2] for earlier, later in decodes], [later[1] for _, later in decodes]
 
 
 def main() -> None:
@@ -175,29 +201,33 @@ def main() -> None:
     from mini_platform.model import make_tiny_checkpoint
 
     torch.set_num_threads(args.threads)
-    bw = bandwidth(args.threads)
+    triad = Triad()
+    bw = bandwidth(triad)
     from mini_platform.ops.cpu import compiled
     print(f"machine: {hostinfo.describe()}; torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{args.threads} thread(s); mini_platform's cpu kernels: {compiled.describe()}")
-    print(f"bandwidth (torch, {args.threads} thread(s)): copy {bw['copy'] / 1e9:.1f} GB/s, "
-          f"triad {bw['triad'] / 1e9:.1f} GB/s (the floor uses the triad)")
+    print(f"bandwidth at the start (torch, {args.threads} thread(s), best of 5): copy {bw['copy'] / 1e9:.1f} GB/s, "
+          f"triad {bw['triad'] / 1e9:.1f} GB/s; each step's floor uses a triad run right after it")
     with tempfile.TemporaryDirectory(prefix="decode-floor-") as tmp:
         for dtype_name in args.dtype:
             dtype = getattr(torch, dtype_name)
             path = make_tiny_checkpoint(Path(tmp) / dtype_name, "qwen2", seed=0, torch_dtype=dtype_name, **QWEN25_05B)
             hf_model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
             hf_model.generation_config.eos_token_id = None
-            floor = weight_bytes(QWEN25_05B, dtype) / bw["triad"]
-            print(f"\nQwen2.5-0.5B-sized, random weights, {dtype_name}: {weight_bytes(QWEN25_05B, dtype) / 1e9:.2f} GB "
-                  f"read per decode step; floor {floor * 1e3:.1f} ms")
+            read = weight_bytes(QWEN25_05B, dtype)
+            print(f"\nQwen2.5-0.5B-sized, random weights, {dtype_name}: {read / 1e9:.2f} GB read per decode step; "
+                  f"floor {read / bw['triad'] * 1e3:.1f} ms at the start's triad")
             print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'transformers':>15}{'of floor':>10}{'ours/hf':>9}"
-                  f"{'our matmuls alone':>20}{'of floor':>10}")
+                  f"{'our matmuls alone':>20}{'of floor':>10}{'triad':>12}")
             for batch in args.batch:
                 prompts = prompts_for(batch, QWEN25_05B["vocab_size"])
-                ours, matmuls = ours_step(path, dtype_name, prompts, args.steps)
-                hf = hf_step(hf_model, prompts, args.steps)
-                print(f"{batch:>6}{ours * 1e3:>13.1f} ms{floor / ours:>10.2f}{hf * 1e3:>12.1f} ms{floor / hf:>10.2f}"
-                      f"{hf / ours:>9.2f}{matmuls * 1e3:>17.1f} ms{floor / matmuls:>10.2f}", flush=True)
+                ours, matmuls, our_rates = ours_step(path, dtype_name, prompts, args.steps, triad)
+                hf, hf_rates = hf_step(hf_model, prompts, args.steps, triad)
+                median = statistics.median
+                print(f"{batch:>6}{median(ours) * 1e3:>13.1f} ms{of_floor(read, ours, our_rates):>10.2f}"
+                      f"{median(hf) * 1e3:>12.1f} ms{of_floor(read, hf, hf_rates):>10.2f}{median(hf) / median(ours):>9.2f}"
+                      f"{median(matmuls) * 1e3:>17.1f} ms{of_floor(read, matmuls, our_rates):>10.2f}"
+                      f"{median(our_rates + hf_rates) / 1e9:>7.1f} GB/s", flush=True)
             del hf_model
             Path(path, "model.safetensors").unlink()
     print(f"\nmachine at the end: {hostinfo.describe()}")
