@@ -306,3 +306,34 @@ def test_bf16_decode_attention_matches_the_torch_path_and_reads_no_unwritten_slo
                                                                           seq_lens, 0.25))
     assert fast.dtype == torch.bfloat16 and not fast.isnan().any()
     torch.testing.assert_close(fast, slow, rtol=2 ** -7, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_lasting_tensors_numpy_view_is_kept_until_its_memory_or_shape_changes(dtype):
+    """Weights and caches are read through a numpy view made once: the same view while the tensor is unchanged (and
+    writes through it land in the tensor), a new one once ``.data`` points elsewhere or has another shape; a
+    non-contiguous tensor gets a fresh copy every time; and the kept view does not keep the tensor object alive."""
+    import gc
+    import weakref
+
+    t = torch.zeros(4, 6, dtype=dtype)
+    view = compiled._lasting_array(t)
+    assert compiled._lasting_array(t) is view
+    view[1, 2] = compiled._array(torch.ones(1, dtype=dtype))[0]
+    assert t[1, 2] == 1
+    t.data = torch.full((4, 6), 2.0, dtype=dtype)                       # new memory
+    assert torch.equal(compiled._tensor(compiled._lasting_array(t), dtype), t)
+    t.data = t.data[:3]                                                 # the same address, fewer rows
+    assert compiled._lasting_array(t).shape == (3, 6)
+    columns = torch.arange(24, dtype=dtype).view(4, 6)[:, ::2]
+    first = compiled._lasting_array(columns)
+    assert first.shape == (4, 3) and compiled._lasting_array(columns) is not first
+    kept = len(compiled._LASTING)
+    gc.disable()
+    try:
+        alive = weakref.ref(t)
+        del t
+        assert alive() is None   # freed by its count, without waiting for the cycle collector
+        assert len(compiled._LASTING) == kept - 1   # and its view with it
+    finally:
+        gc.enable()

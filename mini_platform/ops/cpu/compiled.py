@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
+import weakref
 
 import numpy as np
 import torch
@@ -319,6 +321,30 @@ def _array(t: torch.Tensor) -> np.ndarray:
     return (t.view(torch.int16) if t.dtype is torch.bfloat16 else t).numpy()
 
 
+# id(tensor) -> ((data_ptr, shape, dtype), its numpy view), for the tensors _lasting_array was given; an entry goes
+# when its tensor does (weakref.finalize). Kept here, not on the tensor: a pickled or deep-copied parameter does not
+# carry a copy of its own data along.
+_LASTING: dict[int, tuple[tuple, np.ndarray]] = {}
+
+
+def _lasting_array(t: torch.Tensor) -> np.ndarray:
+    """:func:`_array` of a tensor the model keeps from step to step (a weight, a KV cache, the cos/sin cache): made
+    once and kept (``.numpy()`` costs about 2 microseconds, a dozen times a layer), made again when the tensor's
+    memory, shape or dtype changed (``param.data = ...``). Not kept for a tensor that is not contiguous (:func:`_array`
+    copies it)."""
+    key = (t.data_ptr(), t.shape, t.dtype)
+    kept = _LASTING.get(id(t))
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    if not t.is_contiguous():
+        return _array(t)
+    if kept is None:
+        weakref.finalize(t, _LASTING.pop, id(t), None)
+    view = _array(t)   # its base is an alias torch makes, not ``t``: the entry does not keep ``t`` alive
+    _LASTING[id(t)] = (key, view)
+    return view
+
+
 # The wrappers below work on numpy views and return tensors made with torch.from_numpy: a torch view or reshape
 # costs microseconds, as much as the kernel itself on a small model.
 
@@ -330,7 +356,7 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
     q = _array(query)
     out = np.empty_like(q)   # fp32, or the bits of bf16 results
     tables = block_tables.to(torch.int32)
-    bad = _kernel("decode")(q, _array(key_cache), _array(value_cache), _array(tables),
+    bad = _kernel("decode")(q, _lasting_array(key_cache), _lasting_array(value_cache), _array(tables),
                             _array(seq_lens.to(torch.int32)), np.float32(scale), out)
     if bad >= 0:
         length, capacity = int(seq_lens[bad]), tables.shape[1] * key_cache.shape[1]
@@ -348,7 +374,7 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
     IndexError for a position past the cache, as ``index_select`` raises it there."""
     q, k = _array(query), _array(key)
     q_out, k_out = np.empty_like(q), np.empty_like(k)
-    bad = _kernel("rotary")(_array(positions), q, k, _array(cos_sin_cache), head_size, is_neox_style, q_out, k_out)
+    bad = _kernel("rotary")(_array(positions), q, k, _lasting_array(cos_sin_cache), head_size, is_neox_style, q_out, k_out)
     if bad >= 0:
         raise IndexError(f"position {int(positions[bad])} (row {bad}) is not a row of the cos/sin cache "
                          f"({cos_sin_cache.shape[0]} positions)")
@@ -364,7 +390,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
     out, summed = np.empty_like(rows), np.empty_like(rows)   # fp32, or the bits of bf16 results
     width = rows.shape[-1]
     extra = _array(residual).reshape(-1, width) if residual is not None else rows.reshape(-1, width)[:0]
-    _kernel("rms_norm")(rows.reshape(-1, width), extra, _array(weight), eps, out.reshape(-1, width),
+    _kernel("rms_norm")(rows.reshape(-1, width), extra, _lasting_array(weight), eps, out.reshape(-1, width),
                         summed.reshape(-1, width))
     if residual is None:
         return _tensor(out, x.dtype)
@@ -395,8 +421,8 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
         return False
     num_slots, width = key_cache.shape[0] * key_cache.shape[1], key_cache.shape[2] * key_cache.shape[3]
     bad = _kernel("reshape_and_cache")(_array(key).reshape(-1, width), _array(value).reshape(-1, width),
-                                       _array(key_cache).reshape(num_slots, width),   # views: writes land in the caches
-                                       _array(value_cache).reshape(num_slots, width), _array(slot_mapping))
+                                       _lasting_array(key_cache).reshape(num_slots, width),   # views: writes land in the caches
+                                       _lasting_array(value_cache).reshape(num_slots, width), _array(slot_mapping))
     if bad >= 0:
         raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
                          f"{key_cache.shape[1]} slots)")
@@ -406,13 +432,17 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
 _NO_BIAS = np.empty(0, dtype=np.int16)
 
 
+_numba_threads = threading.local()   # per thread, as numba's own setting is
+
+
 def _use_torch_threads() -> None:
     """Run numba's parallel kernels on as many threads as torch uses (a tensor-parallel worker uses fewer than the
-    machine has cores)."""
-    import numba
-    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
-    if numba.get_num_threads() != threads:
-        numba.set_num_threads(threads)
+    machine has cores). Set again only when torch's number changed: asking numba costs a microsecond a call."""
+    threads = torch.get_num_threads()
+    if getattr(_numba_threads, "torch", None) != threads:
+        import numba
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        _numba_threads.torch = threads
 
 
 def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -421,10 +451,10 @@ def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     checks the shapes, that ``weight`` is contiguous and that it can be read as 32-bit words (an even ``K`` from an even
     offset, on a little-endian machine)."""
     rows, width = weight.shape
-    out = np.empty(rows, dtype=np.int16)   # the bits of the bf16 results: rounded in the kernel, no conversion after
-    extra = _array(bias) if bias is not None else _NO_BIAS
+    out = np.empty((*x.shape[:-1], rows), dtype=np.int16)   # bf16 bits: rounded in the kernel, no conversion after
+    extra = _lasting_array(bias) if bias is not None else _NO_BIAS
     _use_torch_threads()
-    pairs = _array(weight).view(np.uint32)   # two bf16 values per word (the caller checks that K is even)
+    pairs = _lasting_array(weight).view(np.uint32)   # two bf16 values per word (the caller checks that K is even)
     # Prefetch about 4 KiB ahead: 2 rows of a hidden size of 896 (Qwen2.5-0.5B), 1 row of its MLP's 4864.
-    _kernel("gemv_bf16")(_array(x).reshape(width), pairs, extra, out, max(1, 4096 // (2 * width)))
-    return _tensor(out, torch.bfloat16).view(*x.shape[:-1], rows)
+    _kernel("gemv_bf16")(_array(x).reshape(width), pairs, extra, out.reshape(rows), max(1, 4096 // (2 * width)))
+    return _tensor(out, torch.bfloat16)
