@@ -125,12 +125,15 @@ def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: 
         if computed + new > len(table) * block_size:
             raise ValueError(f"request {i}: {len(table)} blocks of {block_size} tokens cannot hold "
                              f"{computed + new} tokens; allocate its blocks first")
-        slot_mapping += [table[p // block_size] * block_size + p % block_size for p in range(computed, computed + new)]
+        if new == 1:   # a decoding request (most requests of most steps): one slot, without building a list
+            slot_mapping.append(table[computed // block_size] * block_size + computed % block_size)
+        else:
+            slot_mapping += [table[p // block_size] * block_size + p % block_size for p in range(computed, computed + new)]
         query_start_loc.append(query_start_loc[-1] + new)
         seq_lens.append(computed + new)
     width = max((len(t) for t, _, _ in requests), default=0)
     return {"slot_mapping": slot_mapping, "query_start_loc": query_start_loc, "seq_lens": seq_lens,
-            "block_tables": [list(t) + [0] * (width - len(t)) for t, _, _ in requests],
+            "block_tables": [[*t, *[0] * (width - len(t))] for t, _, _ in requests],
             "max_query_len": max((n for _, _, n in requests), default=0)}
 
 
@@ -144,8 +147,12 @@ def prepare_inputs(scheduled: list[tuple[list[int], int, int]]) -> dict:
         if start < 0 or num_new < 1 or start + num_new > len(token_ids):
             raise ValueError(f"request {i}: positions {start}..{start + num_new - 1} are not within its "
                              f"{len(token_ids)} tokens (need start >= 0, num_new >= 1)")
-        input_ids += token_ids[start:start + num_new]
-        positions += range(start, start + num_new)
+        if num_new == 1:   # a decoding request: one token
+            input_ids.append(token_ids[start])
+            positions.append(start)
+        else:
+            input_ids += token_ids[start:start + num_new]
+            positions += range(start, start + num_new)
         if start + num_new == len(token_ids):
             logits_indices.append(len(input_ids) - 1)
     return {"input_ids": input_ids, "positions": positions, "logits_indices": logits_indices}
