@@ -58,7 +58,7 @@ def test_transformers_steps_are_timed_one_by_one_with_the_probe_outside(monkeypa
 
 
 def test_each_step_is_compared_with_the_bandwidth_measured_after_it():
-    # floors 120/10, 120/6, 120/4 = 12, 20, 30 bytes' worth of seconds over steps 2, 4, 3: 6, 5, 10 -> median 6
+    # floors 120/10, 120/6, 120/4 = 12, 20, 30; over steps of 2, 4, 3 that is 6, 5, 10: median 6
     assert decode_floor.of_floor(120, [2, 4, 3], [10, 6, 4]) == 6
     with pytest.raises(ValueError):   # a step without its probe is a bug of the caller, not a shorter median
         decode_floor.of_floor(120, [2, 4, 3], [10, 6])
