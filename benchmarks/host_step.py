@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import random
 import sys
 import tempfile
 import time
@@ -79,9 +78,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rng = random.Random(1)   # the mixed workload of vs_transformers.py, drawn the same way
-    prompts = vs_transformers.make_prompts(64, seed=2)
-    lengths = [rng.randint(8, 128) for _ in prompts]
+    prompts, lengths = vs_transformers.mixed_workload()
     with tempfile.TemporaryDirectory() as tmp:
         llm = LLM(make_tiny_checkpoint(Path(tmp) / "tiny", "llama"), max_num_seqs=64, enable_prefix_caching=False)
         totals = dict.fromkeys(PARTS, 0.0)

@@ -49,6 +49,13 @@ def make_prompts(num_prompts: int, seed: int = 0, vocab: int = 257) -> list[list
     return [[rng.randrange(3, vocab) for _ in range(rng.randint(8, 64))] for _ in range(num_prompts)]
 
 
+def mixed_workload() -> tuple[list[list[int]], list[int]]:
+    """The mixed workload: 64 prompts (``make_prompts``, seed 2) and their output lengths, uniform in 8..128 (seed 1)."""
+    rng = random.Random(1)
+    prompts = make_prompts(64, seed=2)
+    return prompts, [rng.randint(8, 128) for _ in prompts]
+
+
 def hf_generate(model, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
     """One left-padded batch through transformers' greedy ``generate``; each row's new tokens."""
     import transformers as tf
@@ -121,9 +128,7 @@ def main() -> int:
               f"{compiled.describe()}); transformers attention: {hf_model.config._attn_implementation}")
         fixed = make_prompts(16, seed=0)
         ok = compare("fixed", llm, hf_model, fixed, [64] * len(fixed), args.repeat)
-        rng = random.Random(1)
-        mixed = make_prompts(64, seed=2)
-        ok &= compare("mixed", llm, hf_model, mixed, [rng.randint(8, 128) for _ in mixed], args.repeat)
+        ok &= compare("mixed", llm, hf_model, *mixed_workload(), args.repeat)
     return 0 if ok else 1
 
 
