@@ -120,8 +120,9 @@ function show(state, detail = {}) {
   if (!indicator) return;
   indicator.dataset.state = state;
   if (state === "loading") {
+    // The indicator may be parsed before its children (this script is async): whenParsed shows the state again.
     const percent = indicator.querySelector("[data-percent]");
-    percent.textContent = detail.total ? ` ${Math.min(100, Math.round((100 * detail.loaded) / detail.total))}%` : "";
+    if (percent) percent.textContent = detail.total ? ` ${Math.min(100, Math.round((100 * detail.loaded) / detail.total))}%` : "";
   }
   const why = indicator.querySelector("[data-error]");
   if (why) why.textContent = state === "failed" ? detail.error || "" : "";
