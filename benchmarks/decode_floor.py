@@ -225,7 +225,8 @@ def main() -> None:
                 hf, hf_rates = hf_step(hf_model, prompts, args.steps, triad)
                 median = statistics.median
                 print(f"{batch:>6}{median(ours) * 1e3:>13.1f} ms{of_floor(read, ours, our_rates):>10.2f}"
-                      f"{median(hf) * 1e3:>12.1f} ms{of_floor(read, hf, hf_rates):>10.2f}{median(hf) / median(ours):>9.2f}"
+                      f"{median(hf) * 1e3:>12.1f} ms{of_floor(read, hf, hf_rates):>10.2f}"
+                      f"{median(hf) / median(ours):>9.2f}"
                       f"{median(matmuls) * 1e3:>17.1f} ms{of_floor(read, matmuls, our_rates):>10.2f}"
                       f"{median(our_rates + hf_rates) / 1e9:>7.1f} GB/s", flush=True)
             del hf_model

@@ -13,9 +13,10 @@ engine's own objects only (a profiler would inflate the Python-heavy parts sever
 - ``update``: ``Scheduler.update`` (counters, the new tokens, the stop checks);
 - ``the rest``: the rest of ``LLM.generate`` (sampling, the NaN screen, requests in and outputs out).
 
-It prints milliseconds per run and each part's share for the fastest of ``--repeat`` runs (after one warm-up). Everything
-but ``model`` is host work, what vLLM V1 keeps small with a persistent batch (``InputBatch``, updated by each step's
-differences instead of rebuilt). Times from one run on the machine printed with them.
+It prints milliseconds per run and each part's share for the fastest of ``--repeat`` runs (after one warm-up).
+Everything but ``model`` is host work, what vLLM V1 keeps small with a persistent batch (``InputBatch`` in
+``vllm/v1/worker/gpu_input_batch.py``, read at commit a9e3b0a: updated by each step's differences instead of rebuilt).
+Times from one run on the machine printed with them.
 """
 from __future__ import annotations
 

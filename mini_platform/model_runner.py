@@ -128,7 +128,8 @@ def build_step_metadata(requests: list[tuple[list[int], int, int]], block_size: 
         if new == 1:   # a decoding request (most requests of most steps): one slot, without building a list
             slot_mapping.append(table[computed // block_size] * block_size + computed % block_size)
         else:
-            slot_mapping += [table[p // block_size] * block_size + p % block_size for p in range(computed, computed + new)]
+            slot_mapping += [table[p // block_size] * block_size + p % block_size
+                             for p in range(computed, computed + new)]
         query_start_loc.append(query_start_loc[-1] + new)
         seq_lens.append(computed + new)
     width = max((len(t) for t, _, _ in requests), default=0)

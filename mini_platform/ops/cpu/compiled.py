@@ -374,7 +374,8 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
     IndexError for a position past the cache, as ``index_select`` raises it there."""
     q, k = _array(query), _array(key)
     q_out, k_out = np.empty_like(q), np.empty_like(k)
-    bad = _kernel("rotary")(_array(positions), q, k, _lasting_array(cos_sin_cache), head_size, is_neox_style, q_out, k_out)
+    bad = _kernel("rotary")(_array(positions), q, k, _lasting_array(cos_sin_cache), head_size, is_neox_style,
+                            q_out, k_out)
     if bad >= 0:
         raise IndexError(f"position {int(positions[bad])} (row {bad}) is not a row of the cos/sin cache "
                          f"({cos_sin_cache.shape[0]} positions)")
@@ -421,7 +422,8 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
         return False
     num_slots, width = key_cache.shape[0] * key_cache.shape[1], key_cache.shape[2] * key_cache.shape[3]
     bad = _kernel("reshape_and_cache")(_array(key).reshape(-1, width), _array(value).reshape(-1, width),
-                                       _lasting_array(key_cache).reshape(num_slots, width),   # views: writes land in the caches
+                                       # views: writes land in the caches
+                                       _lasting_array(key_cache).reshape(num_slots, width),
                                        _lasting_array(value_cache).reshape(num_slots, width), _array(slot_mapping))
     if bad >= 0:
         raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
