@@ -172,10 +172,12 @@ def test_infinite_loops_time_out_and_the_next_run_works(session, base_url):
     for code, stop, workers in ((plain, "interrupted", 1), (stubborn, "terminated", 2)):
         type_code(page, code)
         verdict = run_and_wait(page, exercise.timeout)
-        assert (verdict["status"], verdict["stop"]) == ("timeout", stop)
+        # the runner's timings (waits: how long each Run waited for the worker) say where a wrong stop came from
+        assert (verdict["status"], verdict["stop"]) == ("timeout", stop), page.evaluate("window.mpTimings")
         type_code(page, exercise.file("solution.py").read_text(encoding="utf-8"))
         assert run_and_wait(page, exercise.timeout)["status"] == "accepted"
         assert page.evaluate("window.mpTimings.ready.length") == workers
+    assert len(page.evaluate("window.mpTimings.waits")) == 4   # each Run's limit counted from when the worker took it
 
 
 def test_code_survives_reload_and_reset_can_be_undone(session, base_url):

@@ -4,8 +4,8 @@
 // terminated and a fresh one started. The page's head starts the first worker, which fetches the
 // runtime files itself; this small script, loaded async, takes it over and leaves the runner in
 // window.mpRunner (and says so with an "mp:runner" event on document) and the timings in
-// window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict) and
-// phases (the last worker's start-up, ms).
+// window.mpTimings: ready and verdicts (ms since navigation), runs (ms from click to verdict), waits (ms each Run
+// waited for the worker to take it up) and phases (the last worker's start-up, ms).
 const START_LIMIT_MS = 60000; // a worker that is not ready by then counts as failed
 // After a soft interrupt at the time limit, wait this long before terminating. A fresh worker costs seconds (the
 // snapshot restored), and a busy machine has taken over 2 s to answer the interrupt of a plain loop (CI, once;
@@ -14,8 +14,9 @@ const SOFT_GRACE_MS = 5000;
 const STOP_GRACE_MS = 500; // the same when the visitor pressed Stop
 const TIMEOUT = Symbol("timeout");
 const STOP = Symbol("stop");
+const STARTED = Symbol("started");
 const sleep = (ms, value = TIMEOUT) => new Promise((resolve) => setTimeout(resolve, ms, value));
-const timings = (window.mpTimings = { ready: [], verdicts: [], runs: [] });
+const timings = (window.mpTimings = { ready: [], verdicts: [], runs: [], waits: [] });
 const data = JSON.parse(document.getElementById("exercise-data").textContent);
 // The runtime files the worker downloads itself, whose sizes (uncompressed, from the build) make the
 // progress total: a compressed response's Content-Length is not what the worker counts.
@@ -58,6 +59,8 @@ class Runner {
           if (!settled && RUNTIME_TOTAL) this.onState("loading", { loaded: data.loaded, total: RUNTIME_TOTAL });
         } else if (data.type === "failed") {
           fail(data.error);
+        } else if (data.type === "started" && this.pending?.id === data.id) {
+          this.pending.started(STARTED);
         } else if (data.type === "result" && this.pending?.id === data.id) {
           this.pending.resolve(data);
         }
@@ -88,12 +91,22 @@ class Runner {
       return { error: `运行器启动失败 / the runner failed to start: ${err.message}` };
     }
     const id = ++this.seq;
-    const result = new Promise((resolve) => (this.pending = { id, resolve }));
+    let started;
+    const taken = new Promise((resolve) => (started = resolve));
+    const result = new Promise((resolve) => (this.pending = { id, resolve, started }));
     const stopped = new Promise((resolve) => (this.stopRequest = resolve));
     const flag = this.interrupt && new Uint8Array(this.interrupt);
     if (flag) flag[0] = 0;
+    const sent = performance.now();
     this.worker.postMessage({ type: "run", id, test, code });
-    const reply = await Promise.race([result, sleep(limitMs), stopped]);
+    // The limit counts from when the worker takes the Run up: one sent while it judges the starter to warm up
+    // (worker.js) waits for that, seconds on a busy machine, and an interrupt sent meanwhile would stop the warm-up
+    // instead of this code, which then runs on until the worker is terminated. The wait itself is capped at the limit.
+    let reply = await Promise.race([taken, result, sleep(limitMs), stopped]);
+    if (reply === STARTED) {
+      timings.waits.push(Math.round(performance.now() - sent));
+      reply = await Promise.race([result, sleep(limitMs), stopped]);
+    }
     this.stopRequest = null;
     if (reply !== TIMEOUT && reply !== STOP) {
       // judge_core turns everything the code does into a verdict; an error here means the

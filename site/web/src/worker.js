@@ -4,7 +4,8 @@
 // no part in the download. Messages in:  {type: "init", interrupt: SharedArrayBuffer | null, test, rewritten, starter}
 //                                        {type: "run", id, test, code}
 // Messages out: {type: "progress", loaded} (bytes of the runtime files read so far) | {type: "ready", phases}
-//               | {type: "failed", error} | {type: "result", id, verdict, view | error}
+//               | {type: "failed", error} | {type: "started", id} (a Run taken up: its time limit starts)
+//               | {type: "result", id, verdict, view | error}
 // The runtime files (Pyodide's and runtime/) are kept in a Cache API cache named by the build's runtime
 // version (site/build.py writes it below). A returning visit reads them from there, and compiles the
 // WebAssembly by streaming from that cached response, which lets the browser take the machine code it
@@ -182,6 +183,7 @@ self.onmessage = async ({ data }) => {
     if (phases.restore !== undefined) setTimeout(() => runs || quietly(warmUp), WARM_UP_AFTER_MS);
   } else if (data.type === "run") {
     runs += 1;
+    self.postMessage({ type: "started", id: data.id });
     try {
       self.postMessage({ type: "result", id: data.id, ...JSON.parse(runner.run(data.test, data.code)) });
     } catch (err) {
