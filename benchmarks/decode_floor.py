@@ -17,6 +17,10 @@ with those sizes; nothing is downloaded). In the same run:
 - the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
   nothing else, run after each of our decode steps): the ceiling of our step; the rest of the step (attention,
   norms, sampling, Python) is the difference;
+- reading those weights alone, with no matmul (:func:`reads_timer`: torch sums each weight's bytes, read as fp32
+  numbers, run after the matmuls): what any kernel that reads every weight once gets on this machine and these
+  threads, the ceiling of the matmuls. Against the triad it says how much of the floor is out of reach of a kernel
+  that only reads (a triad also writes, and keeps three streams in flight);
 - each as a fraction of the floor: the bytes one decode step reads at least (every weight once: the tied embedding
   counts once, as the LM head reads it; the embedding lookup reads one row) divided by the bandwidth, over the
   step's time (1.0 reads the weights at the full measured bandwidth). The bandwidth of each step's floor is a triad
@@ -124,18 +128,41 @@ def matmuls_timer(model, batch: int) -> Callable[[], float]:
     return one_pass
 
 
+def read_views(model) -> list[torch.Tensor]:
+    """The weights and biases of :func:`step_matmuls`, each as a flat tensor of fp32 numbers over the same bytes (a
+    bf16 tensor's bits two at a time; its byte count is even in every model here), for :func:`reads_timer`."""
+    return [t.reshape(-1).view(torch.float32) for pair in step_matmuls(model) for t in pair if t is not None]
+
+
+def reads_timer(model) -> Callable[[], float]:
+    """A function that times one pass reading every weight and bias of the step's matmuls once, with no matmul:
+    ``torch.sum`` of each, its bytes read as fp32 numbers (:func:`read_views`; the sums mean nothing, torch's reduction
+    is just a fast way to read memory on the same threads: on the 2-core Xeon this was written on it read as fast as
+    a numba loop that xors every word). The ceiling of the matmuls: no kernel that reads every weight is faster."""
+    views = read_views(model)
+
+    def one_pass() -> float:
+        with torch.inference_mode():
+            start = time.perf_counter()
+            for view in views:
+                view.sum()
+            return time.perf_counter() - start
+    return one_pass
+
+
 def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int,
-              probe: Callable[[], float]) -> tuple[list[float], list[float], list[float]]:
+              probe: Callable[[], float]) -> tuple[list[float], list[float], list[float], list[float]]:
     """Seconds of the first ``steps`` engine steps in which every request decodes; after each, seconds of its matmuls
-    alone, then the bandwidth ``probe`` measures (so that all three see the machine in the same state)."""
+    alone, of reading their weights alone, then the bandwidth ``probe`` measures (so that all four see the machine in
+    the same state)."""
     from mini_platform import LLMEngine, SamplingParams
 
     engine = LLMEngine(path, dtype=dtype, max_num_seqs=len(prompts), max_model_len=256,
                        max_num_batched_tokens=4096, enable_prefix_caching=False)
-    matmuls = matmuls_timer(engine.runner.model, len(prompts))
+    matmuls, reads = matmuls_timer(engine.runner.model, len(prompts)), reads_timer(engine.runner.model)
     for i, prompt in enumerate(prompts):
         engine.add_request(prompt, SamplingParams(temperature=0, max_tokens=steps + 3, ignore_eos=True), str(i))
-    times, matmul_times, rates = [], [], []
+    times, matmul_times, read_times, rates = [], [], [], []
     while engine.has_unfinished_requests():
         start = time.perf_counter()
         outputs = engine.step()
@@ -143,9 +170,10 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int,
         if len(outputs) == len(prompts) and all(len(o.token_ids) > 1 for o in outputs):   # a decode-only step
             times.append(seconds)
             matmul_times.append(matmuls())
+            read_times.append(reads())
             rates.append(probe())
     engine.close()
-    return times[:steps], matmul_times[:steps], rates[:steps]
+    return times[:steps], matmul_times[:steps], read_times[:steps], rates[:steps]
 
 
 def hf_step(model, prompts: list[list[int]], steps: int, probe: Callable[[], float]) -> tuple[list[float], list[float]]:
@@ -218,16 +246,17 @@ def main() -> None:
             print(f"\nQwen2.5-0.5B-sized, random weights, {dtype_name}: {read / 1e9:.2f} GB read per decode step; "
                   f"floor {read / bw['triad'] * 1e3:.1f} ms at the start's triad")
             print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'transformers':>15}{'of floor':>10}{'ours/hf':>9}"
-                  f"{'our matmuls alone':>20}{'of floor':>10}{'triad':>12}")
+                  f"{'our matmuls alone':>20}{'of floor':>10}{'reading alone':>16}{'of floor':>10}{'triad':>12}")
             for batch in args.batch:
                 prompts = prompts_for(batch, QWEN25_05B["vocab_size"])
-                ours, matmuls, our_rates = ours_step(path, dtype_name, prompts, args.steps, triad)
+                ours, matmuls, reads, our_rates = ours_step(path, dtype_name, prompts, args.steps, triad)
                 hf, hf_rates = hf_step(hf_model, prompts, args.steps, triad)
                 median = statistics.median
                 print(f"{batch:>6}{median(ours) * 1e3:>13.1f} ms{of_floor(read, ours, our_rates):>10.2f}"
                       f"{median(hf) * 1e3:>12.1f} ms{of_floor(read, hf, hf_rates):>10.2f}"
                       f"{median(hf) / median(ours):>9.2f}"
                       f"{median(matmuls) * 1e3:>17.1f} ms{of_floor(read, matmuls, our_rates):>10.2f}"
+                      f"{median(reads) * 1e3:>13.1f} ms{of_floor(read, reads, our_rates):>10.2f}"
                       f"{median(our_rates + hf_rates) / 1e9:>7.1f} GB/s", flush=True)
             del hf_model
             Path(path, "model.safetensors").unlink()

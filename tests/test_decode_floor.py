@@ -24,6 +24,11 @@ def test_the_floor_counts_the_weights_the_step_multiplies_and_the_norms(dtype):
     norms = sum(p.numel() * p.element_size() for name, p in model.named_parameters() if name.endswith("norm.weight"))
     assert read + norms == decode_floor.weight_bytes(SIZES, dtype)
     assert decode_floor.matmuls_timer(model, batch=2)() > 0
+    # reading alone reads the same bytes as the matmuls, each weight and bias once, in place (no copy)
+    views = decode_floor.read_views(model)
+    assert sum(v.numel() * v.element_size() for v in views) == read and all(v.dtype == torch.float32 for v in views)
+    assert {v.data_ptr() for v in views} == {t.data_ptr() for pair in matmuls for t in pair if t is not None}
+    assert decode_floor.reads_timer(model)() > 0
     assert decode_floor.Triad(gib=1 / 1024)() > 0
 
 
