@@ -22,6 +22,12 @@ Against the previous form of this kernel (one bf16 widened at a time, the fp32 r
 ahead), one pass over the 97 weights of a Qwen2.5-0.5B-sized step took 9-10 % less time, the two alternating in one
 process (medians 66.6 against 73.1 ms, then 73.4 against 81.2 ms, at a slow moment of the machine); alone on a 17 MB
 weight it read 19.8-20.0 GB/s against 16.5-17.7.
+
+Tried and left out: AVX512-BF16's ``vdpbf16ps`` (the dot product of bf16 pairs into fp32 sums, one instruction per 64
+bytes of the weight instead of two shifts and two fused multiply-adds per word), which the Xeon above has. It was no
+faster, alone (22.8 against 23.1 GB/s over the 97 weights of a step) or in the decode step (56.6 against 56.4 ms and
+68.4 against 69.9 ms, the two alternating in one process): the loop waits on memory, not on its arithmetic. What is
+left between it and reading the weights alone (``benchmarks/decode_floor.py``, ``reading alone``) is elsewhere.
 """
 from __future__ import annotations
 
