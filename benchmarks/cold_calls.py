@@ -9,9 +9,9 @@ objects, the numba dispatcher's tables, the tensors' metadata. In a step, the we
 out. This script times one call of each small kernel below, on Qwen2.5-0.5B's sizes in bf16 through
 ``mini_platform.ops`` on the cpu backend (the numba-compiled kernels when numba is installed), alternating: right after
 the same call (warm), and right after reading ``--after`` MiB of other memory (``torch.sum`` over a buffer of that
-size). Medians of ``--repeat`` rounds, in microseconds, and each as a
-multiple of the warm time. The machine is printed with them: how much memory pushes the caches out depends on its
-caches, and on a shared virtual machine on what its neighbours do.
+size). Medians of ``--repeat`` rounds, in microseconds, and each as a multiple of the warm time. The machine is printed
+with them: how much memory pushes the caches out depends on its caches, and on a shared virtual machine on what its
+neighbours do.
 """
 from __future__ import annotations
 
