@@ -57,7 +57,7 @@ def time_call(call: Callable[[], object]) -> float:
 def cold_times(calls: dict[str, Callable[[], object]], after_mib: list[int],
                repeat: int) -> dict[str, dict[str, float]]:
     """``{kernel: {"warm" | "after N MiB": median seconds}}``: each call timed right after itself, and right after
-    reading each buffer, the three alternating round after round."""
+    reading each buffer, all of them alternating round after round."""
     from mini_platform import ops
 
     buffers = {f"after {mib} MiB": torch.ones(mib << 18) for mib in after_mib}   # 4-byte floats
