@@ -14,9 +14,13 @@ with those sizes; nothing is downloaded). In the same run:
 - the decode step of mini_platform's engine (``LLMEngine.step`` with every request decoding; at batch 1 in
   bf16 its matmuls run the compiled GEMV of ``mini_platform/ops/cpu/gemv.py``) and of transformers (greedy
   ``generate``, each step timed as it ends through a streamer), side by side;
+- the same engine in graph mode (``enforce_eager=False``, one CPU graph captured for the batch size): the step replays
+  the recorded kernels (the compiled ones as one node each) with none of the model's Python in between, the way a
+  CUDA graph saves a GPU the launches of its kernels;
 - the step's matmuls alone (every linear layer and the LM head through ``ops.linear`` on the same number of rows,
-  nothing else, run after each of our decode steps): the ceiling of our step; the rest of the step (attention,
-  norms, sampling, Python) is the difference;
+  nothing else, run after each of our decode steps): the ceiling of our eager step; the rest of the step (attention,
+  norms, sampling, Python) is the difference. A graph's replay also skips the Python of each ``ops.linear`` call, so
+  it can beat this ceiling;
 - reading those weights alone, with no matmul (:func:`reads_timer`: torch sums each weight's bytes, read as fp32
   numbers, run after the matmuls): what any kernel that reads every weight once gets on this machine and these
   threads, the ceiling of the matmuls. Against the triad it says how much of the floor is out of reach of a kernel
@@ -112,8 +116,9 @@ def step_matmuls(model) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
 
 def matmuls_timer(model, batch: int) -> Callable[[], float]:
     """A function that times one pass of the decode step's matmuls alone (:func:`step_matmuls`), one after another
-    through ``ops.linear`` on ``batch`` rows, on the cpu backend, nothing else. At batch 1 that is the engine's own
-    ceiling: its step cannot be faster, whatever the rest of the step costs."""
+    through ``ops.linear`` on ``batch`` rows, on the cpu backend, nothing else. At batch 1 that is the eager engine's
+    own ceiling: its step cannot be faster, whatever the rest of the step costs (a graph's replay, which calls the
+    kernels without ``ops.linear``'s Python, can)."""
     from mini_platform import ops
 
     layers = step_matmuls(model)
@@ -150,15 +155,17 @@ def reads_timer(model) -> Callable[[], float]:
     return one_pass
 
 
-def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int,
-              probe: Callable[[], float]) -> tuple[list[float], list[float], list[float], list[float]]:
+def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int, probe: Callable[[], float],
+              graphs: bool = False) -> tuple[list[float], list[float], list[float], list[float]]:
     """Seconds of the first ``steps`` engine steps in which every request decodes; after each, seconds of its matmuls
     alone, of reading their weights alone, then the bandwidth ``probe`` measures (so that all four see the machine in
-    the same state)."""
+    the same state). ``graphs``: the engine captures one CPU graph, of ``len(prompts)`` requests, and each of those
+    steps must replay it (RuntimeError otherwise: an eager step is never reported as a graph's)."""
     from mini_platform import LLMEngine, SamplingParams
 
+    mode = dict(enforce_eager=False, cudagraph_capture_sizes=[len(prompts)]) if graphs else {}
     engine = LLMEngine(path, dtype=dtype, max_num_seqs=len(prompts), max_model_len=256,
-                       max_num_batched_tokens=4096, enable_prefix_caching=False)
+                       max_num_batched_tokens=4096, enable_prefix_caching=False, **mode)
     matmuls, reads = matmuls_timer(engine.runner.model, len(prompts)), reads_timer(engine.runner.model)
     for i, prompt in enumerate(prompts):
         engine.add_request(prompt, SamplingParams(temperature=0, max_tokens=steps + 3, ignore_eos=True), str(i))
@@ -168,6 +175,8 @@ def ours_step(path: Path, dtype: str, prompts: list[list[int]], steps: int,
         outputs = engine.step()
         seconds = time.perf_counter() - start
         if len(outputs) == len(prompts) and all(len(o.token_ids) > 1 for o in outputs):   # a decode-only step
+            if graphs and engine.stats()["num_graph_steps"] != len(times) + 1:
+                raise RuntimeError(f"a decode step of {len(prompts)} request(s) ran eagerly in graph mode")
             times.append(seconds)
             matmul_times.append(matmuls())
             read_times.append(reads())
@@ -245,19 +254,22 @@ def main() -> None:
             read = weight_bytes(QWEN25_05B, dtype)
             print(f"\nQwen2.5-0.5B-sized, random weights, {dtype_name}: {read / 1e9:.2f} GB read per decode step; "
                   f"floor {read / bw['triad'] * 1e3:.1f} ms at the start's triad")
-            print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'transformers':>15}{'of floor':>10}{'ours/hf':>9}"
+            print(f"{'batch':>6}{'mini_platform':>16}{'of floor':>10}{'CPU graph':>12}{'of floor':>10}"
+                  f"{'transformers':>15}{'of floor':>10}{'ours/hf':>9}"
                   f"{'our matmuls alone':>20}{'of floor':>10}{'reading alone':>16}{'of floor':>10}{'triad':>12}")
             for batch in args.batch:
                 prompts = prompts_for(batch, QWEN25_05B["vocab_size"])
                 ours, matmuls, reads, our_rates = ours_step(path, dtype_name, prompts, args.steps, triad)
+                graph, _, _, graph_rates = ours_step(path, dtype_name, prompts, args.steps, triad, graphs=True)
                 hf, hf_rates = hf_step(hf_model, prompts, args.steps, triad)
                 median = statistics.median
                 print(f"{batch:>6}{median(ours) * 1e3:>13.1f} ms{of_floor(read, ours, our_rates):>10.2f}"
+                      f"{median(graph) * 1e3:>9.1f} ms{of_floor(read, graph, graph_rates):>10.2f}"
                       f"{median(hf) * 1e3:>12.1f} ms{of_floor(read, hf, hf_rates):>10.2f}"
                       f"{median(hf) / median(ours):>9.2f}"
                       f"{median(matmuls) * 1e3:>17.1f} ms{of_floor(read, matmuls, our_rates):>10.2f}"
                       f"{median(reads) * 1e3:>13.1f} ms{of_floor(read, reads, our_rates):>10.2f}"
-                      f"{median(our_rates + hf_rates) / 1e9:>7.1f} GB/s", flush=True)
+                      f"{median(our_rates + graph_rates + hf_rates) / 1e9:>7.1f} GB/s", flush=True)
             del hf_model
             Path(path, "model.safetensors").unlink()
     print(f"\nmachine at the end: {hostinfo.describe()}")

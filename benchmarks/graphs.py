@@ -5,9 +5,10 @@ Run: ``python benchmarks/graphs.py`` (under a minute on 2 cores). One run, ratio
 - CPU, tiny random Llama (2 layers, hidden 64): one decode step (``ModelRunner.execute``: fill the buffers,
   run the model, compute the logits) timed with the CPU graph replayed and eagerly, at ``--sizes``, the
   two alternating step by step; medians of ``--repeats``.
-  The CPU graph replays the recorded aten calls from Python, so what it saves is the model's Python code
-  (modules, kernel dispatch, argument checks), not kernel launches; its decode attention also reads every
-  block of the block-table width (fixed shapes) where the eager kernel reads only ``seq_len`` keys.
+  The CPU graph replays the recorded nodes from Python (aten calls, and each numba kernel call as one node), so what
+  it saves is the model's Python code (modules, kernel dispatch, argument checks, torch/numpy conversions), not kernel
+  launches. Without numba (``MINI_PLATFORM_CPU_COMPILED=0``) its decode attention is the torch kernel's fixed-shape
+  form, which reads every block of the block-table width where the eager kernel reads only ``seq_len`` keys.
 - Padding: the decode batch sizes of trace S1 (benchmarks/throughput.py) under continuous batching,
   padded up to vLLM's default schedule, to powers of two and to every size (no padding).
 - The cudagraph modes (``compilation_config={"cudagraph_mode": ...}``), CPU, tiny Llama: capture time, steps per

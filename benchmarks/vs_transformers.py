@@ -16,7 +16,10 @@ Two workloads, prompts of 8..64 random tokens from ``random.Random(0)``:
   batch and runs every row to the longest output (what a padded batch does); only each prompt's own
   tokens count as useful. mini_platform gives each request its own ``max_tokens``.
 
-Each side runs once to warm up, then ``--repeat`` times (5 by default), the two sides alternating; the best
+mini_platform runs twice: eager (the CPU platform's default) and with decode graphs (``enforce_eager=False``: the
+decode steps replay CPU graphs, padded up to vLLM's capture sizes; prefills and mixed steps run eagerly).
+
+Each side runs once to warm up, then ``--repeat`` times (5 by default), the sides alternating; the best
 run of each counts. On a shared virtual machine one run in a few is slowed by neighbours, which three repeats
 do not always outvote. Both clocks are printed: the CPU time of this process (one thread, so little disturbed by other
 work on a shared machine) and the wall clock. The figures are ratios from one run on the machine printed
@@ -82,10 +85,12 @@ def timed(fn: Callable[[], list[list[int]]]) -> tuple[float, float, list[list[in
     return time.process_time() - cpu, time.perf_counter() - wall, result
 
 
-def compare(name: str, llm: LLM, hf_model, prompts: list[list[int]], lengths: list[int], repeat: int) -> bool:
-    """Run both sides ``repeat`` times, alternating (after one warm-up each); keep each side's best run."""
-    runs = {"transformers": lambda: [row[:n] for row, n in zip(hf_generate(hf_model, prompts, max(lengths)), lengths)],
-            "mini_platform": lambda: ours_generate(llm, prompts, lengths)}
+def compare(name: str, llms: dict[str, LLM], hf_model, prompts: list[list[int]], lengths: list[int],
+            repeat: int) -> bool:
+    """Run every side ``repeat`` times, alternating (after one warm-up each); keep each side's best run. ``llms``: our
+    engines by name (eager, graphs)."""
+    runs = {"transformers": lambda: [row[:n] for row, n in zip(hf_generate(hf_model, prompts, max(lengths)), lengths)]}
+    runs.update({side: (lambda llm: lambda: ours_generate(llm, prompts, lengths))(llm) for side, llm in llms.items()})
     best = {side: (float("inf"), float("inf")) for side in runs}
     tokens = {}
     for side, fn in runs.items():
@@ -94,18 +99,21 @@ def compare(name: str, llm: LLM, hf_model, prompts: list[list[int]], lengths: li
         for side, fn in runs.items():
             cpu, wall, _ = timed(fn)
             best[side] = (min(best[side][0], cpu), min(best[side][1], wall))
-    if tokens["transformers"] != tokens["mini_platform"]:
-        bad = next(i for i, (a, b) in enumerate(zip(tokens["transformers"], tokens["mini_platform"])) if a != b)
-        print(f"{name}: MISMATCH at prompt {bad}: transformers {tokens['transformers'][bad][:12]}... "
-              f"vs ours {tokens['mini_platform'][bad][:12]}...")
-        return False
+    for side in llms:
+        if tokens["transformers"] != tokens[side]:
+            bad = next(i for i, (a, b) in enumerate(zip(tokens["transformers"], tokens[side])) if a != b)
+            print(f"{name}: MISMATCH at prompt {bad}: transformers {tokens['transformers'][bad][:12]}... "
+                  f"vs {side} {tokens[side][bad][:12]}...")
+            return False
     useful = sum(lengths)
     print(f"{name}: {len(prompts)} prompts, {useful} useful tokens (transformers computes {len(prompts) * max(lengths)}); "
           f"same tokens: yes")
     for side, (cpu, wall) in best.items():
-        print(f"  {side:14} {useful / cpu:8.1f} useful tok/s of CPU time ({cpu:5.2f} s)   wall {wall:5.2f} s")
-    (hf_cpu, hf_wall), (our_cpu, our_wall) = best["transformers"], best["mini_platform"]
-    print(f"  mini_platform / transformers: {hf_cpu / our_cpu:.2f}x by CPU time, {hf_wall / our_wall:.2f}x by wall time")
+        print(f"  {side:26} {useful / cpu:8.1f} useful tok/s of CPU time ({cpu:5.2f} s)   wall {wall:5.2f} s")
+    hf_cpu, hf_wall = best["transformers"]
+    for side in llms:
+        our_cpu, our_wall = best[side]
+        print(f"  {side} / transformers: {hf_cpu / our_cpu:.2f}x by CPU time, {hf_wall / our_wall:.2f}x by wall time")
     return True
 
 
@@ -121,14 +129,16 @@ def main() -> int:
         path = make_tiny_checkpoint(Path(tmp) / "tiny", "llama")
         hf_model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         hf_model.generation_config.eos_token_id = None  # else generate fills in the config's EOS
-        llm = LLM(path, max_num_seqs=64, enable_prefix_caching=False)
+        llms = {"mini_platform": LLM(path, max_num_seqs=64, enable_prefix_caching=False),
+                "mini_platform, CPU graphs": LLM(path, max_num_seqs=64, enable_prefix_caching=False,
+                                                 enforce_eager=False)}
         print(f"machine: {hostinfo.describe()}, torch {torch.__version__}, transformers {tf.__version__}, "
               f"{torch.get_num_threads()} thread(s)")
         print(f"model: tiny random Llama (2 layers, hidden 64, vocab 257), fp32, greedy, cpu backend (kernels: "
               f"{compiled.describe()}); transformers attention: {hf_model.config._attn_implementation}")
         fixed = make_prompts(16, seed=0)
-        ok = compare("fixed", llm, hf_model, fixed, [64] * len(fixed), args.repeat)
-        ok &= compare("mixed", llm, hf_model, *mixed_workload(), args.repeat)
+        ok = compare("fixed", llms, hf_model, fixed, [64] * len(fixed), args.repeat)
+        ok &= compare("mixed", llms, hf_model, *mixed_workload(), args.repeat)
     return 0 if ok else 1
 
 

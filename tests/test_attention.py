@@ -190,7 +190,7 @@ def test_decode_kernel_matches_the_loop_specification_on_poisoned_caches(seed, s
 def test_compiled_decode_kernel_takes_any_layout_and_names_a_bad_block_id():
     """Strided queries, int64 tables and lengths give the numbers of the contiguous int32 call; a used
     block-table entry that is no block id, or a length the table cannot hold, is refused with the request's
-    index (no out-of-bounds read)."""
+    index (no out-of-bounds read); a length of 0 (a graph's padding row) gives zeros."""
     from mini_platform.ops.cpu import compiled
     query, key_cache, value_cache, block_tables, _, seq_lens = make_batch(
         SCENARIOS["decode_ragged"], 6, 2, 16, torch.float32, seed=21)
@@ -204,11 +204,15 @@ def test_compiled_decode_kernel_takes_any_layout_and_names_a_bad_block_id():
         with pytest.raises(ValueError, match=f"request 2: .*not a block id \\(0 <= id < {key_cache.shape[0]}\\)"):
             compiled.paged_decode_attention(query, key_cache, value_cache, tables, seq_lens, 0.3)
     capacity = block_tables.shape[1] * key_cache.shape[1]
-    for bad in (0, capacity + 1):  # called directly, without the backend's checks: still no out-of-bounds read
+    for bad in (-1, capacity + 1):  # called directly, without the backend's checks: still no out-of-bounds read
         lens = seq_lens.clone()
         lens[1] = bad
-        with pytest.raises(ValueError, match=f"request 1: seq_len {bad} is not within 1 .. .*\\({capacity}\\)"):
+        with pytest.raises(ValueError, match=f"request 1: seq_len {bad} is not within 0 .*\\({capacity}\\)"):
             compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, lens, 0.3)
+    lens = seq_lens.clone()
+    lens[1] = 0   # a padding row of a graph's batch: zeros, the other requests untouched
+    padded = compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, lens, 0.3)
+    assert not padded[1].any() and torch.equal(padded[[0, *range(2, len(lens))]], want[[0, *range(2, len(lens))]])
 
 
 def test_compiled_decode_kernel_runs_only_what_it_was_compiled_for(monkeypatch):

@@ -114,7 +114,9 @@ def test_cache_write_past_the_cache_names_the_slot_and_writes_nothing(monkeypatc
     assert torch.equal(column.reshape(4, 1, 4)[2], key[1])
 
 
-def test_capture_and_tracing_get_the_torch_kernels():
+def test_a_capture_records_the_compiled_kernel_and_tracing_gets_the_torch_one():
+    """A CPU graph records the numba call as one node that reruns it on the captured memory (new values of x reach the
+    replay); torch.compile cannot see inside a numba call, so its trace gets the torch kernel."""
     x, weight = torch.randn(2, 64), torch.randn(64)
     assert compiled.available(x, weight)
     seen = []
@@ -125,8 +127,10 @@ def test_capture_and_tracing_get_the_torch_kernels():
 
     graph = CPUGraphWrapper(body, torch.device("cpu"))
     graph.capture(2)
-    torch.testing.assert_close(graph.replay(2, None), layernorm.rms_norm(x, weight, 1e-6), rtol=1e-6, atol=1e-6)
-    assert seen == [False]   # a numba call inside a capture would not be recorded, so it never runs there
+    (cpu_graph, _), = graph.entries.values()
+    assert seen == [True] and [repr(node) for node in cpu_graph.nodes] == ["KernelNode(rms_norm)"]
+    x.copy_(torch.randn(2, 64))
+    torch.testing.assert_close(graph.replay(2, None), torch.rms_norm(x, (64,), weight, 1e-6), rtol=1e-6, atol=1e-6)
     traced = torch.compile(lambda t: layernorm.rms_norm(t, weight, 1e-6), backend="eager", fullgraph=True)
     torch.testing.assert_close(traced(x), layernorm.rms_norm(x, weight, 1e-6), rtol=1e-6, atol=1e-6)
 

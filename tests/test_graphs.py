@@ -11,7 +11,7 @@ import random
 import pytest
 import torch
 
-from mini_platform import LLM, SamplingParams
+from mini_platform import LLM, SamplingParams, envs
 from mini_platform.ascend import acl_graph
 from mini_platform.ascend.acl_graph import ACLGraphWrapper
 from mini_platform.compilation.buffers import InputBuffers
@@ -212,6 +212,34 @@ def test_static_decode_kernels_match_the_reference():
     assert torch.equal(got_k, kc) and torch.equal(got_v, vc)
 
 
+def test_compiled_kernels_are_graph_nodes_that_check_their_indices_at_replay(monkeypatch):
+    """While a CPU graph captures, a compiled kernel runs and becomes one node (the kernel and the views of the
+    captured tensors, as a CUDA graph records a launch): a replay reads the captured tensors' new values, and an index
+    the kernel finds out of range at replay is an IndexError naming the kernel and the row, not a wild read."""
+    from mini_platform.ops.cpu import compiled
+    gen = torch.Generator().manual_seed(5)
+    nb, bs, nkv, nh, hd = 12, 4, 2, 4, 8
+    kc, vc = torch.randn(nb, bs, nkv, hd, generator=gen), torch.randn(nb, bs, nkv, hd, generator=gen)
+    tables = torch.stack([torch.randperm(nb, generator=gen)[:3] for _ in range(3)]).int()
+    lens, q = torch.tensor([5, 12, 0], dtype=torch.int32), torch.randn(3, nh, hd, generator=gen)   # row 2: padding
+    g = cpu_graph.Graph()
+    with cpu_graph.graph(g):
+        out = cpu_attention.paged_decode_attention(q, kc, vc, tables, lens, 0.3)
+    assert [repr(n) for n in g.nodes] == ["KernelNode(decode)"] and not out[2].any()
+    q.copy_(torch.randn(3, nh, hd, generator=gen))
+    lens.copy_(torch.tensor([7, 1, 3]))
+    g.replay()
+    torch.testing.assert_close(out, cpu_attention.static_paged_decode_attention(q, kc, vc, tables, lens, 0.3))
+    lens[1] = 3 * bs + 1   # past the 3 blocks of its table row
+    with pytest.raises(IndexError, match="compiled decode kernel found an index out of range at row 1"):
+        g.replay()
+    monkeypatch.setenv(envs.CPU_COMPILED, "0")   # the torch kernels: the fixed-shape form, aten calls only
+    g2 = cpu_graph.Graph()
+    with cpu_graph.graph(g2):
+        cpu_attention.paged_decode_attention(q, kc, vc, tables, torch.tensor([7, 1, 3], dtype=torch.int32), 0.3)
+    assert g2.nodes and not any(isinstance(n, compiled.KernelNode) for n in g2.nodes)
+
+
 # -- persistent buffers -----------------------------------------------------------------------------------
 
 def test_buffers_are_filled_in_place_and_sliced():
@@ -235,17 +263,40 @@ def test_buffers_are_filled_in_place_and_sliced():
 
 # -- the engine -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_cpu_graph_mode_equals_eager_token_for_token(checkpoints, arch):
+@pytest.mark.parametrize("arch, kernels", [("llama", "compiled"), ("qwen2", "compiled"), ("llama", "torch")])
+def test_cpu_graph_mode_equals_eager_token_for_token(checkpoints, arch, kernels, monkeypatch):
+    """Each decode graph holds the compiled kernels as nodes (the torch kernels' fixed-shape forms without numba)."""
+    from mini_platform.ops.cpu import compiled
+    if kernels == "torch":
+        monkeypatch.setenv(envs.CPU_COMPILED, "0")
     batch = prompts(1, 6)
     eager = LLM(checkpoints[arch], max_num_seqs=8)
     assert eager.engine.stats()["cudagraph_capture_sizes"] == []       # the CPU platform is eager by default
     graphed = LLM(checkpoints[arch], max_num_seqs=8, enforce_eager=False)
     assert type(graphed.engine.runner.graphs) is CPUGraphWrapper
     assert tokens(graphed.generate(batch, GREEDY)) == tokens(eager.generate(batch, GREEDY))
+    nodes = {n.name for g, _ in graphed.engine.runner.graphs.entries.values() for n in g.nodes
+             if isinstance(n, compiled.KernelNode)}
+    assert nodes == (set() if kernels == "torch" else {"rms_norm", "rotary", "reshape_and_cache", "decode",
+                                                        "silu_and_mul"})
     stats = graphed.engine.stats()
     assert stats["cudagraph_capture_sizes"] == [1, 2, 4, 8] and stats["graph_capture_seconds"] > 0
     assert stats["num_graph_steps"] == GREEDY.max_tokens - 1 and stats["num_eager_steps"] == 1
+
+
+def test_bf16_decode_at_batch_1_replays_the_compiled_gemv(checkpoints):
+    """One bf16 token per step: every matmul of the size-1 graph is the compiled GEMV's node, and the graph gives the
+    eager engine's tokens (the same kernels, replayed)."""
+    from mini_platform.ops.cpu import compiled
+    options = dict(dtype="bfloat16", max_num_seqs=1)
+    prompt, params = prompts(3, 1), SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    graphed = LLM(checkpoints["qwen2"], enforce_eager=False, **options)
+    eager = LLM(checkpoints["qwen2"], **options)
+    assert tokens(graphed.generate(prompt, params)) == tokens(eager.generate(prompt, params))
+    (graph, _), = graphed.engine.runner.graphs.entries.values()
+    layers = graphed.engine.model_config.num_hidden_layers
+    gemvs = [n for n in graph.nodes if isinstance(n, compiled.KernelNode) and n.name == "gemv_bf16"]
+    assert len(gemvs) == 4 * layers and graphed.engine.stats()["num_graph_steps"] == params.max_tokens - 1
 
 
 def test_decode_steps_pad_up_to_a_capture_size_and_larger_ones_run_eagerly(checkpoints):

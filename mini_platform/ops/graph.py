@@ -18,7 +18,8 @@ It has the semantics of a CUDA graph that matter to an inference engine, so they
 
 Capture executes the operations (a CUDA capture only enqueues them), so captured code must be safe to
 run on the dummy inputs present at capture. Code that must stay opaque to the recorder (an emulated
-device kernel) can add its own node with :meth:`Graph.add_node` while :func:`untraced` is active.
+device kernel, a compiled CPU kernel: ``ops.cpu.compiled.KernelNode``) can add its own node with
+:meth:`Graph.add_node` while :func:`untraced` is active.
 """
 from __future__ import annotations
 

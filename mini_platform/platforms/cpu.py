@@ -24,7 +24,8 @@ class CpuPlatform(Platform):
 
     @classmethod
     def check_and_update_config(cls, config: Any) -> None:
-        # A CPU gains little from graphs, so they are used only when asked for (enforce_eager=False).
+        # Graphs only when asked for (enforce_eager=False): a replay saves the model's Python at each decode step
+        # (compilation/cpu_graph.py), but capturing every size costs start-up time, which short runs would not repay.
         if getattr(config, "enforce_eager", False) is None:
             config.enforce_eager = True
         super().check_and_update_config(config)

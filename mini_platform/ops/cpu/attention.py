@@ -90,8 +90,6 @@ def gather_kv(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -
 def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                       slot_mapping: torch.Tensor) -> None:
     """Write ``key``/``value`` ``[T, nkv, hd]`` to ``slot_mapping`` (``block * bs + offset``); skip slots < 0."""
-    if is_capturing():
-        return static_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     if key.shape != value.shape or key.dim() != 3 or slot_mapping.shape != key.shape[:1]:
         raise ValueError(f"need key and value [T, num_kv_heads, head_dim] and slot_mapping [T]; got "
                          f"{tuple(key.shape)}, {tuple(value.shape)} and {tuple(slot_mapping.shape)}")
@@ -103,7 +101,9 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
         return
     if compiled.available_widened(key, value, key_cache, value_cache) and \
             compiled.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
-        return   # fp32 or bf16 with numba: checked and written in one call
+        return   # fp32 or bf16 with numba: checked and written in one call (in a CPU graph, one node)
+    if is_capturing():   # no host reads: the slots cannot be checked before a replay
+        return static_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
     low, high = (int(x) for x in slot_mapping.aminmax())
     if high >= num_slots:
         raise ValueError(f"slot {high} is outside the cache ({key_cache.shape[0]} blocks x {key_cache.shape[1]} slots)")
@@ -252,10 +252,14 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
 def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                            block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """One query per sequence: the mixed-batch case where every request has exactly one query token
-    (checked as :func:`paged_attention` checks it, then run as one decode batch)."""
-    if is_capturing():
-        return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
+    (checked as :func:`paged_attention` checks it, then run as one decode batch). While a CPU graph captures, nothing
+    may read the lengths on the host: the compiled kernel (one node of the graph, which checks the lengths and block ids
+    at each replay) or else the fixed-shape form, :func:`static_paged_decode_attention`."""
     check_attention_args(query, key_cache, value_cache, block_tables, None, seq_lens)
+    if is_capturing():
+        if compiled.available_widened(query, key_cache, value_cache):
+            return compiled.paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
+        return static_paged_decode_attention(query, key_cache, value_cache, block_tables, seq_lens, scale)
     lens = seq_lens.tolist()
     if not lens:
         return torch.zeros_like(query)

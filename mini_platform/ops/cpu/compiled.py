@@ -30,8 +30,12 @@ fp32 and round once, as the torch versions do.
 
 Each kernel reads nothing before checking the indices it is given (compiled code does not check bounds). They run
 only where :func:`available` says so: CPU tensors of the dtypes they take, numba installed,
-``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and neither a CPU graph capture nor a ``torch.compile`` trace in progress
-(neither can see inside a numba call; both then get the torch version). :func:`describe` says which runs.
+``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no ``torch.compile`` trace in progress (it cannot see inside a numba
+call, so it gets the torch version). :func:`describe` says which runs.
+
+A CPU graph (:mod:`..graph`) records each kernel call as one node, :class:`KernelNode`, the way a CUDA graph records a
+kernel launch: the kernel and the numpy views it was given, which are the memory of the captured tensors, and at replay
+the same kernel runs again on that memory (:func:`_launch`). Nothing of the wrappers' Python runs at replay.
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ import numpy as np
 import torch
 
 from ... import envs
-from ..graph import is_capturing
+from ..graph import current_graph, is_capturing, untraced
 
 
 def exp_nonpositive(x):
@@ -94,7 +98,8 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     q/out ``[B, nh, hd]``, caches ``[nb, bs, nkv, hd]``: all fp32, or all the int16 bits of bf16 values (:func:`as_f32`;
     each output rounded once, :func:`narrow`); block_tables/seq_lens int32. Writes ``out``;
     returns the first request whose length or used block-table entries are out of range (then ``out`` is unset),
-    or -1. Nothing is read before these checks: compiled code does not check bounds.
+    or -1. Nothing is read before these checks: compiled code does not check bounds. A request of length 0 (a padding
+    row of a graph's batch) reads nothing and gets zeros.
 
     The loops over a head (``d``) are short, 16 to 128 values, so each pass over one does more than one token's work:
     the scores take two K rows a pass (the running maximum kept on the way), the weighted sum four V rows a pass into
@@ -106,12 +111,12 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     num_blocks, block_size, num_kv_heads = k_cache.shape[0], k_cache.shape[1], k_cache.shape[2]
     group = num_heads // num_kv_heads
     for b in range(num_seqs):
-        if not 1 <= seq_lens[b] <= block_tables.shape[1] * block_size:
+        if not 0 <= seq_lens[b] <= block_tables.shape[1] * block_size:
             return b
         for i in range((seq_lens[b] + block_size - 1) // block_size):
             if not 0 <= block_tables[b, i] < num_blocks:
                 return b
-    longest = 0
+    longest = 1
     for b in range(num_seqs):
         longest = max(longest, seq_lens[b])
     probs = np.empty((group, longest), dtype=np.float32)
@@ -122,6 +127,9 @@ def decode_kernel(q, k_cache, v_cache, block_tables, seq_lens, scale, out):
     for b in range(num_seqs):
         length = seq_lens[b]
         num_used = (length + block_size - 1) // block_size
+        if length == 0:   # padding
+            out[b, :, :] = 0
+            continue
         for h in range(num_kv_heads):  # the `group` query heads of KV head h, together: each K/V row read once
             for j in range(group):
                 for d in range(head_dim):
@@ -312,9 +320,10 @@ def _kernel(name: str = "decode"):
 
 def available(*tensors: torch.Tensor, dtype: torch.dtype = torch.float32) -> bool:
     """Whether the compiled kernels run these inputs: CPU tensors of ``dtype``, no autograd, numba installed,
-    ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no CPU graph capture or ``torch.compile`` trace in progress. The GEMV
-    asks it with ``dtype=torch.bfloat16``; every other kernel asks :func:`available_widened`."""
-    if torch.compiler.is_compiling() or is_capturing() or not envs.cpu_compiled():
+    ``MINI_PLATFORM_CPU_COMPILED`` not ``0``, and no ``torch.compile`` trace in progress (a CPU graph capture records
+    them, :class:`KernelNode`). The GEMV asks it with ``dtype=torch.bfloat16``; every other kernel asks
+    :func:`available_widened`."""
+    if torch.compiler.is_compiling() or not envs.cpu_compiled():
         return False
     for t in tensors:
         if t.dtype is not dtype or not t.is_cpu or t.requires_grad:
@@ -344,9 +353,14 @@ def describe() -> str:
 
 def _array(t: torch.Tensor) -> np.ndarray:
     """The numpy view of a CPU tensor's memory (of a contiguous copy when it is not contiguous); a bf16 tensor's as
-    int16 bits (numpy has no bf16)."""
+    int16 bits (numpy has no bf16). While a CPU graph captures, the copy is one of its nodes (made again at replay);
+    the view reads no value, so it is made outside the recorder, which refuses ``.numpy()`` as a host read."""
     t = t if t.is_contiguous() else t.contiguous()
-    return (t.view(torch.int16) if t.dtype is torch.bfloat16 else t).numpy()
+    t = t.view(torch.int16) if t.dtype is torch.bfloat16 else t
+    if not is_capturing():
+        return t.numpy()
+    with untraced():
+        return t.numpy()
 
 
 # id(tensor) -> ((data_ptr, shape, dtype), its numpy view), for the tensors _lasting_array was given; an entry goes
@@ -373,6 +387,37 @@ def _lasting_array(t: torch.Tensor) -> np.ndarray:
     return view
 
 
+class KernelNode:
+    """One compiled kernel call in a CPU graph: the kernel and the arrays it was given (views of the captured tensors'
+    memory, and the outputs made at capture, which later nodes read). :meth:`run` calls it again on them."""
+
+    def __init__(self, name: str, kernel, args: tuple) -> None:
+        self.name, self.kernel, self.args = name, kernel, args
+
+    def run(self) -> None:
+        bad = self.kernel(*self.args)
+        if bad is not None and bad >= 0:   # the kernels that check indices return the first bad row, or -1
+            raise IndexError(f"the compiled {self.name} kernel found an index out of range at row {bad} while a CPU "
+                             "graph replayed it (a position, slot, length or block id in the step's buffers); it "
+                             "checks every index before it reads or writes, so it wrote nothing")
+
+    def __repr__(self) -> str:
+        return f"KernelNode({self.name})"
+
+
+def _launch(name: str, *args):
+    """Run the kernel ``name`` on ``args`` (numpy arrays and numbers) and return what it returns. While a CPU graph
+    captures (and is not paused by code that adds its own node, :func:`..graph.untraced`), it also becomes a
+    :class:`KernelNode` of that graph."""
+    kernel = _kernel(name)
+    if not is_capturing():
+        return kernel(*args)
+    with untraced():
+        result = kernel(*args)
+    current_graph().add_node(KernelNode(name, kernel, args))
+    return result
+
+
 # The wrappers below work on numpy views and return tensors made with torch.from_numpy: a torch view or reshape
 # costs microseconds, as much as the kernel itself on a small model.
 
@@ -384,12 +429,13 @@ def paged_decode_attention(query: torch.Tensor, key_cache: torch.Tensor, value_c
     q = _array(query)
     out = np.empty_like(q)   # fp32, or the bits of bf16 results
     tables = block_tables.to(torch.int32)
-    bad = _kernel("decode")(q, _lasting_array(key_cache), _lasting_array(value_cache), _array(tables),
-                            _array(seq_lens.to(torch.int32)), np.float32(scale), out)
+    bad = _launch("decode", q, _lasting_array(key_cache), _lasting_array(value_cache), _array(tables),
+                  _array(seq_lens.to(torch.int32)), np.float32(scale), out)
     if bad >= 0:
         length, capacity = int(seq_lens[bad]), tables.shape[1] * key_cache.shape[1]
-        if not 1 <= length <= capacity:
-            raise ValueError(f"request {bad}: seq_len {length} is not within 1 .. max_blocks * block_size ({capacity})")
+        if not 0 <= length <= capacity:
+            raise ValueError(f"request {bad}: seq_len {length} is not within 0 (a padding row) .. max_blocks * "
+                             f"block_size ({capacity})")
         raise ValueError(f"request {bad}: its block table row {tables[bad].tolist()} holds an entry that is not a "
                          f"block id (0 <= id < {key_cache.shape[0]}) among the blocks its {length} tokens use")
     return _tensor(out, query.dtype)
@@ -402,8 +448,8 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
     IndexError for a position past the cache, as ``index_select`` raises it there."""
     q, k = _array(query), _array(key)
     q_out, k_out = np.empty_like(q), np.empty_like(k)
-    bad = _kernel("rotary")(_array(positions), q, k, _lasting_array(cos_sin_cache), head_size, is_neox_style,
-                            q_out, k_out)
+    bad = _launch("rotary", _array(positions), q, k, _lasting_array(cos_sin_cache), head_size, is_neox_style,
+                  q_out, k_out)
     if bad >= 0:
         raise IndexError(f"position {int(positions[bad])} (row {bad}) is not a row of the cos/sin cache "
                          f"({cos_sin_cache.shape[0]} positions)")
@@ -419,8 +465,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
     out, summed = np.empty_like(rows), np.empty_like(rows)   # fp32, or the bits of bf16 results
     width = rows.shape[-1]
     extra = _array(residual).reshape(-1, width) if residual is not None else rows.reshape(-1, width)[:0]
-    _kernel("rms_norm")(rows.reshape(-1, width), extra, _lasting_array(weight), eps, out.reshape(-1, width),
-                        summed.reshape(-1, width))
+    _launch("rms_norm", rows.reshape(-1, width), extra, _lasting_array(weight), eps, out.reshape(-1, width),
+            summed.reshape(-1, width))
     if residual is None:
         return _tensor(out, x.dtype)
     return _tensor(out, x.dtype), _tensor(summed, x.dtype)
@@ -437,7 +483,7 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     rows = _array(x)
     width = rows.shape[-1]
     out = np.empty(rows.shape[:-1] + (width // 2,), dtype=rows.dtype)
-    _kernel("silu_and_mul")(rows.reshape(-1, width), out.reshape(-1, width // 2))
+    _launch("silu_and_mul", rows.reshape(-1, width), out.reshape(-1, width // 2))
     return _tensor(out, x.dtype)
 
 
@@ -449,10 +495,10 @@ def reshape_and_cache(key: torch.Tensor, value: torch.Tensor, key_cache: torch.T
     if not (key_cache.is_contiguous() and value_cache.is_contiguous()):
         return False
     num_slots, width = key_cache.shape[0] * key_cache.shape[1], key_cache.shape[2] * key_cache.shape[3]
-    bad = _kernel("reshape_and_cache")(_array(key).reshape(-1, width), _array(value).reshape(-1, width),
-                                       # views: writes land in the caches
-                                       _lasting_array(key_cache).reshape(num_slots, width),
-                                       _lasting_array(value_cache).reshape(num_slots, width), _array(slot_mapping))
+    bad = _launch("reshape_and_cache", _array(key).reshape(-1, width), _array(value).reshape(-1, width),
+                  # views: writes land in the caches
+                  _lasting_array(key_cache).reshape(num_slots, width),
+                  _lasting_array(value_cache).reshape(num_slots, width), _array(slot_mapping))
     if bad >= 0:
         raise ValueError(f"slot {int(slot_mapping[bad])} is outside the cache ({key_cache.shape[0]} blocks x "
                          f"{key_cache.shape[1]} slots)")
@@ -486,5 +532,5 @@ def linear_bf16(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     _use_torch_threads()
     pairs = _lasting_array(weight).view(np.uint32)   # two bf16 values per word (the caller checks that K is even)
     # Prefetch about 4 KiB ahead: 2 rows of a hidden size of 896 (Qwen2.5-0.5B), 1 row of its MLP's 4864.
-    _kernel("gemv_bf16")(_array(x).reshape(width), pairs, extra, out.reshape(rows), max(1, 4096 // (2 * width)))
+    _launch("gemv_bf16", _array(x).reshape(width), pairs, extra, out.reshape(rows), max(1, 4096 // (2 * width)))
     return _tensor(out, torch.bfloat16)
