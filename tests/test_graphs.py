@@ -233,10 +233,23 @@ def test_compiled_kernels_are_graph_nodes_that_check_their_indices_at_replay(mon
     lens[1] = 3 * bs + 1   # past the 3 blocks of its table row
     with pytest.raises(IndexError, match="compiled decode kernel found an index out of range at row 1"):
         g.replay()
+    # Guard: without its own node the numba call is not in the graph at all (the aten recorder cannot see it), and a
+    # replay leaves the capture's numbers in its output.
+    stale, add_node = cpu_graph.Graph(), cpu_graph.Graph.add_node
+    monkeypatch.setattr(cpu_graph.Graph, "add_node",
+                        lambda self, node: None if isinstance(node, compiled.KernelNode) else add_node(self, node))
+    lens = torch.tensor([7, 1, 3], dtype=torch.int32)
+    with cpu_graph.graph(stale):
+        frozen = cpu_attention.paged_decode_attention(q, kc, vc, tables, lens, 0.3)
+    before = frozen.clone()
+    q.mul_(2)
+    stale.replay()
+    assert stale.nodes == [] and torch.equal(frozen, before)
+    monkeypatch.undo()
     monkeypatch.setenv(envs.CPU_COMPILED, "0")   # the torch kernels: the fixed-shape form, aten calls only
     g2 = cpu_graph.Graph()
     with cpu_graph.graph(g2):
-        cpu_attention.paged_decode_attention(q, kc, vc, tables, torch.tensor([7, 1, 3], dtype=torch.int32), 0.3)
+        cpu_attention.paged_decode_attention(q, kc, vc, tables, lens, 0.3)
     assert g2.nodes and not any(isinstance(n, compiled.KernelNode) for n in g2.nodes)
 
 
