@@ -28,6 +28,7 @@ with them, never asserted in tests.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 import tempfile
@@ -90,7 +91,7 @@ def compare(name: str, llms: dict[str, LLM], hf_model, prompts: list[list[int]],
     """Run every side ``repeat`` times, alternating (after one warm-up each); keep each side's best run. ``llms``: our
     engines by name (eager, graphs)."""
     runs = {"transformers": lambda: [row[:n] for row, n in zip(hf_generate(hf_model, prompts, max(lengths)), lengths)]}
-    runs.update({side: (lambda llm: lambda: ours_generate(llm, prompts, lengths))(llm) for side, llm in llms.items()})
+    runs.update({side: functools.partial(ours_generate, llm, prompts, lengths) for side, llm in llms.items()})
     best = {side: (float("inf"), float("inf")) for side in runs}
     tokens = {}
     for side, fn in runs.items():
