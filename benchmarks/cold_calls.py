@@ -24,10 +24,9 @@ from typing import Callable
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/, for hostinfo and the model's sizes
 import hostinfo  # noqa: E402
-
-HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, HEAD_DIM = 896, 4864, 14, 2, 64   # Qwen2.5-0.5B
+from decode_floor import QWEN25_05B  # noqa: E402
 
 
 def kernel_calls() -> dict[str, Callable[[], object]]:
@@ -39,12 +38,14 @@ def kernel_calls() -> dict[str, Callable[[], object]]:
     def bf16(*shape: int) -> torch.Tensor:
         return (torch.randn(*shape, generator=g) * 0.1).bfloat16()
 
-    x, residual, norm = bf16(1, HIDDEN), bf16(1, HIDDEN), bf16(HIDDEN)
-    q, k = bf16(1, HEADS * HEAD_DIM), bf16(1, KV_HEADS * HEAD_DIM)
-    positions, cos_sin = torch.tensor([7]), bf16(64, HEAD_DIM)
-    gate_up = bf16(1, 2 * INTERMEDIATE)
-    return {"fused_add_rms_norm": lambda: ops.fused_add_rms_norm(x, residual, norm, 1e-6),
-            "rotary_embedding": lambda: ops.rotary_embedding(positions, q, k, HEAD_DIM, cos_sin, True),
+    c = QWEN25_05B
+    hidden, head_dim = c["hidden_size"], c["head_dim"]
+    x, residual, norm = bf16(1, hidden), bf16(1, hidden), bf16(hidden)
+    q, k = bf16(1, c["num_attention_heads"] * head_dim), bf16(1, c["num_key_value_heads"] * head_dim)
+    positions, cos_sin = torch.tensor([7]), bf16(64, head_dim)
+    gate_up = bf16(1, 2 * c["intermediate_size"])
+    return {"fused_add_rms_norm": lambda: ops.fused_add_rms_norm(x, residual, norm, c["rms_norm_eps"]),
+            "rotary_embedding": lambda: ops.rotary_embedding(positions, q, k, head_dim, cos_sin, True),
             "silu_and_mul": lambda: ops.silu_and_mul(gate_up)}
 
 

@@ -260,6 +260,8 @@ def main() -> None:
             for batch in args.batch:
                 prompts = prompts_for(batch, QWEN25_05B["vocab_size"])
                 ours, matmuls, reads, our_rates = ours_step(path, dtype_name, prompts, args.steps, triad)
+                # Its matmuls and reads run too, so that each graph step meets its triad after the same work as an
+                # eager one; only the eager run's are printed.
                 graph, _, _, graph_rates = ours_step(path, dtype_name, prompts, args.steps, triad, graphs=True)
                 hf, hf_rates = hf_step(hf_model, prompts, args.steps, triad)
                 median = statistics.median
